@@ -1,0 +1,89 @@
+/* Token bucket: `rate` tokens a second up to `burst`, one per request. */
+#include <stdlib.h>
+
+#include "core_internal.h"
+
+struct tide_bucket_options tide__bucket_resolve(struct tide_bucket_options o)
+{
+    if (o.rate == 0.0)
+        o.rate = 10.0;
+    if (o.burst == 0.0)
+        o.burst = o.rate;
+    return o;
+}
+
+int tide__bucket_check(const struct tide_bucket_options *o)
+{
+    if (!(o->rate > 0.0 && o->rate < 1e18) || !(o->burst >= 1.0 && o->burst < 1e18))
+        return TIDE_EBUCKET;
+    return 0;
+}
+
+void tide__bucket_init(struct tide_bucket *b,
+                       const struct tide_bucket_options *o, int64_t now)
+{
+    b->rate = o->rate / 1e9;
+    b->burst = o->burst;
+    b->tokens = o->burst;
+    b->stamp = now;
+}
+
+int tide_bucket_new(const struct tide_bucket_options *o, int64_t now,
+                    struct tide_bucket **out)
+{
+    if (!out)
+        return TIDE_EINVAL;
+    *out = NULL;
+    struct tide_bucket_options r =
+        tide__bucket_resolve(o ? *o : (struct tide_bucket_options){0});
+    int rc = tide__bucket_check(&r);
+    if (rc)
+        return rc;
+    struct tide_bucket *b = malloc(sizeof *b);
+    if (!b)
+        return TIDE_ENOMEM;
+    tide__bucket_init(b, &r, now);
+    *out = b;
+    return 0;
+}
+
+void tide_bucket_free(struct tide_bucket *b)
+{
+    free(b);
+}
+
+/* Accrues the tokens earned since the last look. A clock that goes back
+ * earns nothing rather than taking tokens away. */
+static void refill(struct tide_bucket *b, int64_t now)
+{
+    if (now <= b->stamp)
+        return;
+    double earned = (double)tide__elapsed(b->stamp, now) * b->rate;
+    b->tokens = b->tokens + earned < b->burst ? b->tokens + earned : b->burst;
+    b->stamp = now;
+}
+
+bool tide_bucket_take(struct tide_bucket *b, int64_t now)
+{
+    refill(b, now);
+    if (b->tokens < 1.0)
+        return false;
+    b->tokens -= 1.0;
+    return true;
+}
+
+int64_t tide_bucket_next(struct tide_bucket *b, int64_t now)
+{
+    refill(b, now);
+    if (b->tokens >= 1.0)
+        return 0;
+    double wait = (1.0 - b->tokens) / b->rate;
+    int64_t ns = (int64_t)wait;
+    return (double)ns < wait ? ns + 1 : ns; /* round up: never too early */
+}
+
+double tide_bucket_tokens(struct tide_bucket *b, int64_t now)
+{
+    refill(b, now);
+    return b->tokens;
+}

@@ -1,0 +1,109 @@
+/* Cross-file internals of the core: the guards' state, so a pool can embed
+ * them without a pointer hop, and the helpers the pool shares with them. */
+#ifndef TIDEPOOL_CORE_INTERNAL_H
+#define TIDEPOOL_CORE_INTERNAL_H
+
+#include <tidepool/core.h>
+
+/* to - from clamped to [0, INT64_MAX]: how long ago `from` was, without the
+ * overflow a caller's arbitrary clock values could cause. */
+static inline int64_t tide__elapsed(int64_t from, int64_t to)
+{
+    if (to <= from)
+        return 0;
+    uint64_t d = (uint64_t)to - (uint64_t)from;
+    return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
+/* t + span, saturating at TIDE_FOREVER; span >= 0. */
+static inline int64_t tide__later(int64_t t, int64_t span)
+{
+    if (span == TIDE_FOREVER || (t > 0 && span > INT64_MAX - t))
+        return TIDE_FOREVER;
+    return t + span;
+}
+
+/* A roll held to [0, 1): NaN and out-of-range draws cannot steer a decision
+ * outside its documented range. */
+static inline double tide__roll(double roll)
+{
+    if (!(roll >= 0.0))
+        return 0.0;
+    if (roll >= 1.0)
+        return 0x1.fffffffffffffp-1;
+    return roll;
+}
+
+struct tide_bucket {
+    double rate;   /* tokens per ns */
+    double burst;
+    double tokens; /* at `stamp` */
+    int64_t stamp;
+};
+
+struct tide_bucket_options tide__bucket_resolve(struct tide_bucket_options o);
+int tide__bucket_check(const struct tide_bucket_options *o);
+void tide__bucket_init(struct tide_bucket *b,
+                       const struct tide_bucket_options *resolved, int64_t now);
+
+#define TIDE__RING 16
+
+struct tide_breaker {
+    enum tide_breaker_state state;
+    enum tide_breaker_policy policy; /* the built-in one in force */
+    const struct tide_breaker_strategy *strategy; /* NULL: built-in */
+    void *strategy_arg;
+    double k;
+    int64_t width; /* ns per history bucket: window / TIDE__RING */
+    int strikes;
+    int64_t cooldown;
+    int probes;
+    int probing;  /* probes let through in this RECOVERING spell */
+    int failures; /* STRIKES: in a row */
+    int64_t opened; /* when INACTIVE began */
+    /* ADAPTIVE history: counts per bucket, newest at tick `head` */
+    int64_t head;
+    bool started;
+    uint32_t attempts[TIDE__RING];
+    uint32_t accepts[TIDE__RING];
+    uint64_t total_attempts;
+    uint64_t total_accepts;
+};
+
+struct tide_breaker_options tide__breaker_resolve(struct tide_breaker_options o);
+int tide__breaker_check(const struct tide_breaker_options *o);
+void tide__breaker_init(struct tide_breaker *b,
+                        const struct tide_breaker_options *resolved);
+/* true while the breaker refuses every take (INACTIVE); asks the policy
+ * whether to start probing first. */
+bool tide__breaker_blocks(struct tide_breaker *b, int64_t now);
+/* tide_breaker_admit that also rescales *roll to a fresh uniform draw when
+ * it lets the make through, so the same roll can still spread its life. */
+bool tide__breaker_admit(struct tide_breaker *b, int64_t now, double *roll);
+
+struct tide_shedder {
+    int64_t lag_target;
+    int64_t loan_target;
+    int64_t hold;
+    double floor;
+    double decrease;
+    double max;     /* the pool's size */
+    double ceiling; /* resources in flight allowed now */
+    int64_t in_flight;
+    int64_t lag;
+    int64_t lag_at;
+    bool has_lag;
+};
+
+struct tide_shedder_options tide__shedder_resolve(struct tide_shedder_options o);
+int tide__shedder_check(const struct tide_shedder_options *o);
+void tide__shedder_init(struct tide_shedder *s,
+                        const struct tide_shedder_options *resolved,
+                        int64_t size);
+bool tide__shedder_admit(const struct tide_shedder *s);
+void tide__shedder_issue(struct tide_shedder *s);
+/* A ticket issued at `since` settles at now. */
+void tide__shedder_settle(struct tide_shedder *s, int64_t since, int64_t now);
+void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag);
+
+#endif /* TIDEPOOL_CORE_INTERNAL_H */

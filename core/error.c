@@ -1,0 +1,45 @@
+/* The one error table of every tidepool layer: code, name and sentence. */
+#include <tidepool/core.h>
+
+struct error_entry {
+    int code;
+    const char *name;
+    const char *text;
+};
+
+static const struct error_entry errors[] = {
+    {0, "TIDE_OK", "success"},
+    {TIDE_EINVAL, "TIDE_EINVAL", "invalid argument: a required pointer is NULL or a value is out of range"},
+    {TIDE_ENOMEM, "TIDE_ENOMEM", "out of memory"},
+    {TIDE_ELIMITS, "TIDE_ELIMITS", "invalid limits: size, idle, keep and life must be >= 0 and spread within [0, 1]"},
+    {TIDE_EBREAKER, "TIDE_EBREAKER", "invalid breaker options: k >= 1, window, cooldown, strikes and probes >= 0, a known policy, and a strategy with report_success, report_failure and should_recover for CUSTOM"},
+    {TIDE_EBUCKET, "TIDE_EBUCKET", "invalid bucket options: rate must be > 0 and burst >= 1"},
+    {TIDE_EBACKOFF, "TIDE_EBACKOFF", "invalid backoff: base and cap >= 0, factor >= 1, attempts >= 0, a known jitter and spread within [0, 1]"},
+    {TIDE_ESHEDDER, "TIDE_ESHEDDER", "invalid shedder options: spans >= 0, floor >= 0 and decrease within (0, 1)"},
+    {TIDE_EDOUBLE, "TIDE_EDOUBLE", "resource given back twice: the pool already holds it idle (do not close it)"},
+    {TIDE_EUNKNOWN, "TIDE_EUNKNOWN", "resource unknown to this pool and no reservation open: the caller still owns it"},
+    {TIDE_ENORESERVE, "TIDE_ENORESERVE", "made or unmade called with no MAKE outstanding"},
+    {TIDE_EDUPLICATE, "TIDE_EDUPLICATE", "made called with a resource the pool already holds"},
+    {TIDE_ECLOSED, "TIDE_ECLOSED", "the pool is closed"},
+    {TIDE_EGATE, "TIDE_EGATE", "gate left more often than it was entered"},
+};
+
+static const struct error_entry *find(int code)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].code == code)
+            return &errors[i];
+    return NULL;
+}
+
+const char *tide_strerror(int code)
+{
+    const struct error_entry *e = find(code);
+    return e ? e->text : "unknown tidepool error code";
+}
+
+const char *tide_err_name(int code)
+{
+    const struct error_entry *e = find(code);
+    return e ? e->name : "TIDE_E?";
+}

@@ -1,0 +1,527 @@
+/* Pool: the bookkeeping of holding a limited number of things.
+ *
+ * Every resource, and every reservation being made, has a slot:
+ *   idle      item set, on the idle list (LIFO: head is the last returned)
+ *   lent      item set, prev == LENT
+ *   reserved  item NULL, on the reservation list (FIFO), dies holds its
+ *             spread life until made() turns it into a deadline
+ *   free      item NULL, prev == FREE, on the free list through next
+ * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
+ * with the map, 40 to 48 bytes a slot. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_internal.h"
+#include "itemmap.h"
+
+#define NIL UINT32_MAX
+#define LENT (UINT32_MAX - 1)
+#define FREE (UINT32_MAX - 2)
+
+/* A finite size up to this is allocated whole at creation, so take and give
+ * never allocate; beyond it (or unlimited) the books grow by doubling. */
+#define PREALLOC_MAX (INT64_C(1) << 20)
+#define GROW_FIRST 64
+#define SLOTS_MAX (UINT32_MAX - 3)
+
+struct slot {
+    void *item;
+    int64_t dies;  /* when life retires it (TIDE_FOREVER: never) */
+    int64_t since; /* idle: when it came back; lent: when it was lent;
+                      reserved: when the MAKE was answered */
+    uint32_t prev;
+    uint32_t next;
+};
+
+struct list {
+    uint32_t head;
+    uint32_t tail;
+};
+
+struct tide_pool {
+    struct tide_limits limits;
+    struct slot *slots;
+    uint32_t capacity;
+    uint32_t free_head;
+    struct list idle;     /* head: most recently returned */
+    struct list reserved; /* head: oldest reservation */
+    int64_t idle_count;
+    int64_t lent_count;
+    int64_t reserved_count;
+    struct tide__itemmap map;
+    bool closed;
+
+    bool has_breaker;
+    bool has_bucket;
+    bool has_backoff;
+    bool has_shedder;
+    struct tide_breaker breaker;
+    struct tide_bucket bucket;
+    struct tide_shedder shedder;
+    struct tide_backoff backoff;
+    int backoff_failures;    /* makes failed in a row */
+    int64_t backoff_until;   /* no MAKE before this */
+    int64_t backoff_previous; /* the last delay drawn */
+};
+
+/* ---- lists of slots ---- */
+
+static void list_push_head(struct tide_pool *p, struct list *l, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    s->prev = NIL;
+    s->next = l->head;
+    if (l->head != NIL)
+        p->slots[l->head].prev = i;
+    else
+        l->tail = i;
+    l->head = i;
+}
+
+static void list_push_tail(struct tide_pool *p, struct list *l, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    s->next = NIL;
+    s->prev = l->tail;
+    if (l->tail != NIL)
+        p->slots[l->tail].next = i;
+    else
+        l->head = i;
+    l->tail = i;
+}
+
+static void list_unlink(struct tide_pool *p, struct list *l, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    if (s->prev != NIL)
+        p->slots[s->prev].next = s->next;
+    else
+        l->head = s->next;
+    if (s->next != NIL)
+        p->slots[s->next].prev = s->prev;
+    else
+        l->tail = s->prev;
+}
+
+/* ---- slots ---- */
+
+static void chain_free(struct tide_pool *p, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = to; i > from; i--) {
+        struct slot *s = &p->slots[i - 1];
+        s->item = NULL;
+        s->prev = FREE;
+        s->next = p->free_head;
+        p->free_head = i - 1;
+    }
+}
+
+static int grow(struct tide_pool *p, uint32_t capacity)
+{
+    struct slot *slots = realloc(p->slots, (size_t)capacity * sizeof *slots);
+    if (!slots)
+        return TIDE_ENOMEM;
+    p->slots = slots;
+    tide__itemmap_bind(&p->map, slots, sizeof *slots);
+    if (tide__itemmap_reserve(&p->map, capacity) != 0)
+        return TIDE_ENOMEM; /* slots stay valid; the map keeps its size */
+    chain_free(p, p->capacity, capacity);
+    p->capacity = capacity;
+    return 0;
+}
+
+/* Makes sure a free slot exists; false when an unbounded pool cannot grow. */
+static bool ensure_free_slot(struct tide_pool *p)
+{
+    if (p->free_head != NIL)
+        return true;
+    if (p->capacity >= SLOTS_MAX)
+        return false;
+    uint64_t want = p->capacity ? (uint64_t)p->capacity * 2 : GROW_FIRST;
+    if (want > SLOTS_MAX)
+        want = SLOTS_MAX;
+    return grow(p, (uint32_t)want) == 0;
+}
+
+static uint32_t slot_take_free(struct tide_pool *p)
+{
+    uint32_t i = p->free_head;
+    p->free_head = p->slots[i].next;
+    return i;
+}
+
+/* Returns a slot to the free list and forgets its item. */
+static void slot_release(struct tide_pool *p, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    if (s->item)
+        tide__itemmap_remove(&p->map, s->item);
+    s->item = NULL;
+    s->prev = FREE;
+    s->next = p->free_head;
+    p->free_head = i;
+}
+
+/* ---- creation ---- */
+
+static int build_ward(struct tide_pool *p, const struct tide_ward *w,
+                      int64_t now)
+{
+    if (w->breaker) {
+        struct tide_breaker_options o = tide__breaker_resolve(*w->breaker);
+        int rc = tide__breaker_check(&o);
+        if (rc)
+            return rc;
+        tide__breaker_init(&p->breaker, &o);
+        p->has_breaker = true;
+    }
+    if (w->bucket) {
+        struct tide_bucket_options o = tide__bucket_resolve(*w->bucket);
+        int rc = tide__bucket_check(&o);
+        if (rc)
+            return rc;
+        tide__bucket_init(&p->bucket, &o, now);
+        p->has_bucket = true;
+    }
+    if (w->backoff) {
+        int rc = tide_backoff_check(w->backoff);
+        if (rc)
+            return rc;
+        p->backoff = tide_backoff_resolve(*w->backoff);
+        p->backoff_until = now;
+        p->has_backoff = true;
+    }
+    if (w->shedder) {
+        struct tide_shedder_options o = tide__shedder_resolve(*w->shedder);
+        int rc = tide__shedder_check(&o);
+        if (rc)
+            return rc;
+        tide__shedder_init(&p->shedder, &o, p->limits.size);
+        p->has_shedder = true;
+    }
+    return 0;
+}
+
+int tide_pool_new(const struct tide_limits *limits, const struct tide_ward *ward,
+                  int64_t now, struct tide_pool **out)
+{
+    if (!out)
+        return TIDE_EINVAL;
+    *out = NULL;
+    struct tide_limits l = limits ? *limits : (struct tide_limits){0};
+    int rc = tide_limits_check(&l);
+    if (rc)
+        return rc;
+    struct tide_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return TIDE_ENOMEM;
+    p->limits = tide_limits_resolve(l);
+    p->free_head = NIL;
+    p->idle = (struct list){NIL, NIL};
+    p->reserved = (struct list){NIL, NIL};
+    tide__itemmap_init(&p->map);
+    rc = ward ? build_ward(p, ward, now) : 0;
+    if (rc == 0 && p->limits.size <= PREALLOC_MAX)
+        rc = grow(p, (uint32_t)p->limits.size);
+    if (rc) {
+        tide_pool_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void tide_pool_free(struct tide_pool *p)
+{
+    if (!p)
+        return;
+    tide__itemmap_dispose(&p->map);
+    free(p->slots);
+    free(p);
+}
+
+/* ---- decisions ---- */
+
+static bool expired(const struct tide_pool *p, const struct slot *s,
+                    int64_t now)
+{
+    if (s->dies != TIDE_FOREVER && now >= s->dies)
+        return true;
+    return p->limits.keep != TIDE_FOREVER &&
+           tide__elapsed(s->since, now) >= p->limits.keep;
+}
+
+static struct tide_taken answer(enum tide_answer a, void *item, int64_t span,
+                                enum tide_guard guard)
+{
+    return (struct tide_taken){.answer = a, .item = item, .span = span,
+                               .guard = guard};
+}
+
+/* The life of a resource made with this roll: life shortened by a share
+ * of up to `spread`. */
+static int64_t spread_life(const struct tide_pool *p, double roll)
+{
+    int64_t life = p->limits.life;
+    if (life == TIDE_FOREVER || p->limits.spread == 0.0)
+        return life;
+    return life - (int64_t)((double)life * p->limits.spread * roll);
+}
+
+static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
+{
+    uint32_t i = p->idle.head;
+    struct slot *s = &p->slots[i];
+    void *item = s->item;
+    list_unlink(p, &p->idle, i);
+    p->idle_count--;
+    if (expired(p, s, now)) {
+        slot_release(p, i);
+        return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
+    }
+    s->prev = LENT;
+    s->since = now;
+    p->lent_count++;
+    if (p->has_shedder)
+        tide__shedder_issue(&p->shedder);
+    return answer(TIDE_READY, item, 0, TIDE_GUARD_NONE);
+}
+
+static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
+{
+    if (p->has_backoff && now < p->backoff_until)
+        return answer(TIDE_LATER, NULL, tide__elapsed(now, p->backoff_until),
+                      TIDE_GUARD_BACKOFF);
+    if (p->has_bucket) {
+        int64_t wait = tide_bucket_next(&p->bucket, now);
+        if (wait > 0)
+            return answer(TIDE_LATER, NULL, wait, TIDE_GUARD_BUCKET);
+    }
+    /* Room in the books before the breaker counts a probe it cannot use. */
+    if (!ensure_free_slot(p))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_MEMORY);
+    if (p->has_breaker && !tide__breaker_admit(&p->breaker, now, &roll))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    if (p->has_bucket)
+        (void)tide_bucket_take(&p->bucket, now);
+    uint32_t i = slot_take_free(p);
+    struct slot *s = &p->slots[i];
+    s->item = NULL;
+    s->dies = spread_life(p, roll);
+    s->since = now;
+    list_push_tail(p, &p->reserved, i);
+    p->reserved_count++;
+    if (p->has_shedder)
+        tide__shedder_issue(&p->shedder);
+    return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
+}
+
+struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
+{
+    if (p->closed)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    if (p->idle.head != NIL) {
+        /* A stale one is handed back even while shedding: closing it is
+         * the cleanup a loaded host wants, and it lends nothing. */
+        if (p->has_shedder && !expired(p, &p->slots[p->idle.head], now) &&
+            !tide__shedder_admit(&p->shedder))
+            return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+        return lend_idle(p, now);
+    }
+    if (tide_pool_live(p) >= p->limits.size)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    if (p->has_shedder && !tide__shedder_admit(&p->shedder))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+    return reserve(p, now, tide__roll(roll));
+}
+
+/* Turns the oldest reservation into a lent resource born now. */
+static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now)
+{
+    uint32_t i = p->reserved.head;
+    struct slot *s = &p->slots[i];
+    list_unlink(p, &p->reserved, i);
+    p->reserved_count--;
+    s->item = item;
+    s->dies = tide__later(now, s->dies);
+    s->prev = LENT;
+    s->next = NIL;
+    s->since = now;
+    tide__itemmap_insert(&p->map, item, i);
+    p->lent_count++;
+    if (p->has_breaker)
+        tide_breaker_success(&p->breaker, now);
+    if (p->has_backoff) {
+        p->backoff_failures = 0;
+        p->backoff_previous = 0;
+        p->backoff_until = now;
+    }
+    return i;
+}
+
+int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
+{
+    if (!item)
+        return TIDE_EINVAL;
+    if (p->reserved_count == 0)
+        return TIDE_ENORESERVE;
+    if (tide__itemmap_find(&p->map, item) != TIDE__ITEMMAP_NONE)
+        return TIDE_EDUPLICATE;
+    (void)fill_reservation(p, item, now);
+    return 0;
+}
+
+int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
+{
+    if (p->reserved_count == 0)
+        return TIDE_ENORESERVE;
+    uint32_t i = p->reserved.head;
+    int64_t since = p->slots[i].since;
+    list_unlink(p, &p->reserved, i);
+    p->reserved_count--;
+    slot_release(p, i);
+    if (p->has_shedder)
+        tide__shedder_settle(&p->shedder, since, now);
+    if (p->has_breaker)
+        tide_breaker_failure(&p->breaker, now);
+    if (p->has_backoff) {
+        int retry = p->backoff_failures < 64 ? p->backoff_failures : 64;
+        p->backoff_failures++;
+        p->backoff_previous = tide_backoff_delay(&p->backoff, retry,
+                                                 tide__roll(roll),
+                                                 p->backoff_previous);
+        p->backoff_until = tide__later(now, p->backoff_previous);
+    }
+    return 0;
+}
+
+/* Finds the slot of an item coming back; an unknown one fills the oldest
+ * open reservation. NIL when neither. */
+static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now)
+{
+    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (i != TIDE__ITEMMAP_NONE)
+        return i;
+    if (p->reserved_count == 0)
+        return NIL;
+    return fill_reservation(p, item, now);
+}
+
+/* Settles the loan of a lent slot. */
+static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
+{
+    p->lent_count--;
+    if (p->has_shedder)
+        tide__shedder_settle(&p->shedder, s->since, now);
+}
+
+int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
+{
+    if (!item)
+        return TIDE_EINVAL;
+    uint32_t i = slot_of_returning(p, item, now);
+    if (i == NIL)
+        return TIDE_EUNKNOWN;
+    struct slot *s = &p->slots[i];
+    if (s->prev != LENT)
+        return TIDE_EDOUBLE;
+    end_loan(p, s, now);
+    if (p->closed || p->idle_count >= p->limits.idle) {
+        slot_release(p, i);
+        return 0;
+    }
+    s->since = now;
+    list_push_head(p, &p->idle, i);
+    p->idle_count++;
+    return 1;
+}
+
+int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
+{
+    if (!item)
+        return TIDE_EINVAL;
+    uint32_t i = slot_of_returning(p, item, now);
+    if (i == NIL)
+        return TIDE_EUNKNOWN;
+    struct slot *s = &p->slots[i];
+    if (s->prev == LENT) {
+        end_loan(p, s, now);
+    } else {
+        list_unlink(p, &p->idle, i);
+        p->idle_count--;
+    }
+    slot_release(p, i);
+    return 0;
+}
+
+size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
+{
+    size_t k = 0;
+    uint32_t i = p->idle.tail; /* oldest first: keep retires from the tail */
+    while (i != NIL && k < n) {
+        struct slot *s = &p->slots[i];
+        uint32_t newer = s->prev;
+        if (expired(p, s, now)) {
+            out[k++] = s->item;
+            list_unlink(p, &p->idle, i);
+            p->idle_count--;
+            slot_release(p, i);
+        }
+        i = newer;
+    }
+    return k;
+}
+
+size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
+{
+    p->closed = true;
+    size_t k = 0;
+    while (p->idle.head != NIL && k < n) {
+        uint32_t i = p->idle.head;
+        out[k++] = p->slots[i].item;
+        list_unlink(p, &p->idle, i);
+        p->idle_count--;
+        slot_release(p, i);
+    }
+    return k;
+}
+
+/* ---- counts and guards ---- */
+
+int64_t tide_pool_live(const struct tide_pool *p)
+{
+    return p->idle_count + p->lent_count + p->reserved_count;
+}
+
+int64_t tide_pool_idle(const struct tide_pool *p)
+{
+    return p->idle_count;
+}
+
+int64_t tide_pool_busy(const struct tide_pool *p)
+{
+    return p->lent_count + p->reserved_count;
+}
+
+double tide_pool_refusal(struct tide_pool *p, int64_t now)
+{
+    return p->has_breaker ? tide_breaker_refusal(&p->breaker, now) : 0.0;
+}
+
+struct tide_breaker *tide_pool_breaker(struct tide_pool *p)
+{
+    return p->has_breaker ? &p->breaker : NULL;
+}
+
+void tide_pool_overload(struct tide_pool *p, int64_t now, int64_t lag)
+{
+    if (p->has_shedder)
+        tide__shedder_feed(&p->shedder, now, lag);
+}
+
+struct tide_limits tide_pool_limits(const struct tide_pool *p)
+{
+    return p->limits;
+}

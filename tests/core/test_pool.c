@@ -1,0 +1,605 @@
+/* tests for core/pool.c: the six answers, the four limits, identity, misuse,
+ * and each guard of the ward as the pool applies it. */
+#include <tidepool/core.h>
+
+#include "runner.h"
+
+/* Resources are the addresses of these; only identity matters. */
+static int res[64];
+
+static struct tide_pool *new_pool(struct tide_limits limits,
+                                  const struct tide_ward *ward)
+{
+    struct tide_pool *p = NULL;
+    ck_assert_int_eq(tide_pool_new(&limits, ward, 0, &p), 0);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* take -> MAKE -> made(item): the item is lent. */
+static void make_one(struct tide_pool *p, void *item, int64_t now)
+{
+    struct tide_taken t = tide_pool_take(p, now, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, item, now), 0);
+}
+
+/* Makes n resources and gives them back, res[0] first. */
+static void fill_idle(struct tide_pool *p, int n, int64_t now)
+{
+    for (int i = 0; i < n; i++)
+        make_one(p, &res[i], now);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(tide_pool_give(p, &res[i], now), 1);
+}
+
+START_TEST(presets_when_limits_null)
+{
+    struct tide_pool *p = NULL;
+    ck_assert_int_eq(tide_pool_new(NULL, NULL, 0, &p), 0);
+    struct tide_limits l = tide_pool_limits(p);
+    ck_assert_int_eq(l.size, 10);
+    ck_assert_int_eq(l.idle, 10);
+    ck_assert_int_eq(l.keep, TIDE_MIN(30));
+    ck_assert_int_eq(l.life, TIDE_FOREVER);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(new_refuses_bad_limits_and_null_out)
+{
+    struct tide_pool *p = (struct tide_pool *)&res[0];
+    struct tide_limits bad = {.size = -1};
+    ck_assert_int_eq(tide_pool_new(&bad, NULL, 0, &p), TIDE_ELIMITS);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(tide_pool_new(NULL, NULL, 0, NULL), TIDE_EINVAL);
+    struct tide_backoff b = {.factor = 0.5};
+    struct tide_ward w = {.backoff = &b};
+    ck_assert_int_eq(tide_pool_new(NULL, &w, 0, &p), TIDE_EBACKOFF);
+    struct tide_bucket_options bo = {.rate = -1};
+    w = (struct tide_ward){.bucket = &bo};
+    ck_assert_int_eq(tide_pool_new(NULL, &w, 0, &p), TIDE_EBUCKET);
+    struct tide_breaker_options br = {.policy = TIDE_BREAKER_CUSTOM};
+    w = (struct tide_ward){.breaker = &br};
+    ck_assert_int_eq(tide_pool_new(NULL, &w, 0, &p), TIDE_EBREAKER);
+    struct tide_shedder_options so = {.decrease = 1.5};
+    w = (struct tide_ward){.shedder = &so};
+    ck_assert_int_eq(tide_pool_new(NULL, &w, 0, &p), TIDE_ESHEDDER);
+}
+END_TEST
+
+START_TEST(empty_pool_answers_make_and_reserves)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2), NULL);
+    struct tide_taken t = tide_pool_take(p, 0, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    ck_assert_int_eq(tide_pool_busy(p), 1);
+    ck_assert_int_eq(tide_pool_idle(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(made_registers_as_lent)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    make_one(p, &res[0], 0);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    ck_assert_int_eq(tide_pool_busy(p), 1);
+    ck_assert_int_eq(tide_pool_idle(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(give_keeps_it_idle)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    make_one(p, &res[0], 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 1), 1);
+    ck_assert_int_eq(tide_pool_idle(p), 1);
+    ck_assert_int_eq(tide_pool_busy(p), 0);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(take_hands_out_most_recently_returned)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    fill_idle(p, 3, 0); /* given back 0, 1, 2 */
+    ck_assert_ptr_eq(tide_pool_take(p, 1, 0.5).item, &res[2]);
+    ck_assert_ptr_eq(tide_pool_take(p, 1, 0.5).item, &res[1]);
+    ck_assert_int_eq(tide_pool_give(p, &res[2], 2), 1);
+    struct tide_taken t = tide_pool_take(p, 3, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_READY);
+    ck_assert_ptr_eq(t.item, &res[2]);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(give_past_idle_limit_is_not_kept)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 5, .idle = 2), NULL);
+    for (int i = 0; i < 3; i++)
+        make_one(p, &res[i], 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 1), 1);
+    ck_assert_int_eq(tide_pool_give(p, &res[1], 1), 1);
+    ck_assert_int_eq(tide_pool_give(p, &res[2], 1), 0);
+    ck_assert_int_eq(tide_pool_live(p), 2);
+    ck_assert_int_eq(tide_pool_idle(p), 2);
+    /* not kept means gone: giving it again is unknown, not double */
+    ck_assert_int_eq(tide_pool_give(p, &res[2], 2), TIDE_EUNKNOWN);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(wait_when_every_slot_in_use)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2), NULL);
+    make_one(p, &res[0], 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_live(p), 2);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(stale_after_keep_is_out_of_pool_and_count)
+{
+    struct tide_pool *p =
+        new_pool(TIDE_LIMITS(.keep = TIDE_SEC(10)), NULL);
+    fill_idle(p, 1, 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(10) - 1, 0.5).answer,
+                     TIDE_READY);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(10)), 1);
+    struct tide_taken t = tide_pool_take(p, TIDE_SEC(20), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_STALE);
+    ck_assert_ptr_eq(t.item, &res[0]);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    ck_assert_int_eq(tide_pool_idle(p), 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(20), 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(life_retires_a_resource_reused_all_along)
+{
+    struct tide_pool *p = new_pool(
+        TIDE_LIMITS(.keep = TIDE_SEC(10), .life = TIDE_SEC(60)), NULL);
+    make_one(p, &res[0], 0);
+    /* lent and given back every 5 s: never idle past keep */
+    int64_t now = 0;
+    for (; now < TIDE_SEC(60); now += TIDE_SEC(5)) {
+        ck_assert_int_eq(tide_pool_give(p, &res[0], now), 1);
+        struct tide_taken t = tide_pool_take(p, now + TIDE_SEC(5) - 1, 0.5);
+        if (now + TIDE_SEC(5) - 1 < TIDE_SEC(60))
+            ck_assert_int_eq(t.answer, TIDE_READY);
+        else
+            ck_assert_int_eq(t.answer, TIDE_STALE);
+    }
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(give_does_not_reset_birth)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.life = TIDE_SEC(60)), NULL);
+    make_one(p, &res[0], 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(59)), 1);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(60), 0.5).answer, TIDE_STALE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(unknown_give_fills_reservation_born_now)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.life = TIDE_SEC(60)), NULL);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    /* made() skipped: the give fills the reservation at t = 30 s */
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(30)), 1);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    ck_assert_int_eq(tide_pool_busy(p), 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(89), 0.5).answer, TIDE_READY);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(89)), 1);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(90), 0.5).answer, TIDE_STALE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(drop_keeps_live_count_honest)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 1), NULL);
+    make_one(p, &res[0], 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_drop(p, &res[0], 1), 0);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    ck_assert_int_eq(tide_pool_take(p, 1, 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(drop_removes_an_idle_one_found_dead)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    fill_idle(p, 3, 0);
+    ck_assert_int_eq(tide_pool_drop(p, &res[1], 1), 0);
+    ck_assert_int_eq(tide_pool_idle(p), 2);
+    ck_assert_ptr_eq(tide_pool_take(p, 2, 0.5).item, &res[2]);
+    ck_assert_ptr_eq(tide_pool_take(p, 2, 0.5).item, &res[0]);
+    ck_assert_int_eq(tide_pool_take(p, 2, 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(unknown_drop_fills_reservation_then_drops)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 1), NULL);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_drop(p, &res[0], 1), 0);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    ck_assert_int_eq(tide_pool_drop(p, &res[0], 1), TIDE_EUNKNOWN);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(evict_hands_back_past_keep_or_life)
+{
+    struct tide_pool *p = new_pool(
+        TIDE_LIMITS(.keep = TIDE_SEC(10), .life = TIDE_SEC(100)), NULL);
+    make_one(p, &res[0], 0);            /* dies at 100 s */
+    make_one(p, &res[1], TIDE_SEC(50)); /* dies at 150 s */
+    make_one(p, &res[2], TIDE_SEC(50));
+    ck_assert_int_eq(tide_pool_give(p, &res[1], TIDE_SEC(80)), 1);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(95)), 1);
+    ck_assert_int_eq(tide_pool_give(p, &res[2], TIDE_SEC(95)), 1);
+    void *out[8];
+    /* at 100 s: res[0] past life; res[1] idle 20 s, past keep */
+    size_t n = tide_pool_evict(p, TIDE_SEC(100), out, 8);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(out[0] == &res[1] || out[1] == &res[1]);
+    ck_assert(out[0] == &res[0] || out[1] == &res[0]);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    ck_assert_int_eq(tide_pool_evict(p, TIDE_SEC(100), out, 8), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(evict_stops_at_n_and_continues)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.keep = TIDE_SEC(1)), NULL);
+    fill_idle(p, 5, 0);
+    void *out[2];
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(2), out, 2), 2);
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(2), out, 2), 2);
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(2), out, 2), 1);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(close_hands_back_idle_and_refuses_after)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    make_one(p, &res[3], 0);
+    for (int i = 0; i < 3; i++)
+        make_one(p, &res[i], 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tide_pool_give(p, &res[i], 0), 1);
+    void *out[8];
+    ck_assert_uint_eq(tide_pool_close(p, out, 8), 3);
+    ck_assert_int_eq(tide_pool_idle(p), 0);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    struct tide_taken t = tide_pool_take(p, 1, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_SHED);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_CLOSED);
+    /* the lent one comes back and is not kept: the caller closes it */
+    ck_assert_int_eq(tide_pool_give(p, &res[3], 1), 0);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(double_give_is_reported_and_counts_stay)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    fill_idle(p, 1, 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 1), TIDE_EDOUBLE);
+    ck_assert_int_eq(tide_pool_idle(p), 1);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    ck_assert_int_eq(tide_pool_busy(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(unknown_give_without_reservation_is_reported)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 0), TIDE_EUNKNOWN);
+    ck_assert_int_eq(tide_pool_drop(p, &res[0], 0), TIDE_EUNKNOWN);
+    ck_assert_int_eq(tide_pool_give(p, NULL, 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(made_without_reservation_is_reported)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    ck_assert_int_eq(tide_pool_made(p, &res[0], 0), TIDE_ENORESERVE);
+    ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), TIDE_ENORESERVE);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(made_twice_with_one_item_is_reported)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    make_one(p, &res[0], 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[0], 0), TIDE_EDUPLICATE);
+    ck_assert_int_eq(tide_pool_made(p, NULL, 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_live(p), 2); /* the reservation stays open */
+    ck_assert_int_eq(tide_pool_made(p, &res[1], 0), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(unmade_frees_the_reservation)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 1), NULL);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_unmade(p, 1, 0.5), 0);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    ck_assert_int_eq(tide_pool_take(p, 1, 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(spread_shortens_life_by_the_make_roll)
+{
+    struct tide_pool *p = new_pool(
+        TIDE_LIMITS(.life = TIDE_SEC(100), .spread = 0.5), NULL);
+    /* roll 0 keeps the whole life; roll 0.8 takes 0.8 x 0.5 = 40% off */
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.0).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[0], 0), 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.8).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[1], 0), 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
+    ck_assert_int_eq(tide_pool_give(p, &res[1], 0), 1);
+    void *out[4];
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(60) - 1, out, 4), 0);
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(60), out, 4), 1);
+    ck_assert_ptr_eq(out[0], &res[1]);
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(100) - 1, out, 4), 0);
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(100), out, 4), 1);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(unlimited_size_grows)
+{
+    struct tide_pool *p =
+        new_pool(TIDE_LIMITS(.size = TIDE_UNLIMITED, .idle = 100), NULL);
+    static int many[1000];
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_made(p, &many[i], 0), 0);
+    }
+    ck_assert_int_eq(tide_pool_live(p), 1000);
+    for (int i = 0; i < 1000; i++)
+        ck_assert_int_eq(tide_pool_give(p, &many[i], 1), i < 100 ? 1 : 0);
+    ck_assert_int_eq(tide_pool_live(p), 100);
+    ck_assert_ptr_eq(tide_pool_take(p, 2, 0.5).item, &many[99]);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(refusal_is_zero_without_breaker)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    ck_assert(tide_pool_refusal(p, 0) == 0.0);
+    ck_assert_ptr_null(tide_pool_breaker(p));
+    tide_pool_free(p);
+}
+END_TEST
+
+/* ---- the ward, as the pool applies it ---- */
+
+START_TEST(inactive_breaker_sheds_even_with_idle)
+{
+    struct tide_breaker_options bo = {0};
+    struct tide_ward w = {.breaker = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    fill_idle(p, 2, 0);
+    tide_breaker_deactivate(tide_pool_breaker(p), 1);
+    struct tide_taken t = tide_pool_take(p, 1, 0.99);
+    ck_assert_int_eq(t.answer, TIDE_SHED);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BREAKER);
+    ck_assert(tide_pool_refusal(p, 1) == 1.0);
+    tide_breaker_activate(tide_pool_breaker(p), 2);
+    ck_assert_int_eq(tide_pool_take(p, 2, 0.99).answer, TIDE_READY);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(adaptive_breaker_refuses_makes_after_failures)
+{
+    struct tide_breaker_options bo = {.k = 2};
+    struct tide_ward w = {.breaker = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    /* 9 failed makes: p = (9 - 0) / 10 = 0.9 */
+    for (int i = 0; i < 9; i++) {
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.999).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    }
+    ck_assert_double_eq_tol(tide_pool_refusal(p, 0), 0.9, 1e-9);
+    struct tide_taken t = tide_pool_take(p, 0, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_SHED);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BREAKER);
+    /* a roll above the share is let through */
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.95).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(recovering_admits_bounded_probes)
+{
+    struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
+                                      .strikes = 2,
+                                      .cooldown = TIDE_SEC(5),
+                                      .probes = 1};
+    struct tide_ward w = {.breaker = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    }
+    struct tide_breaker *b = tide_pool_breaker(p);
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_INACTIVE);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(4), 0.5).answer, TIDE_SHED);
+    /* after the cooldown: one probe, the next is refused */
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(5), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_RECOVERING);
+    struct tide_taken t = tide_pool_take(p, TIDE_SEC(5), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_SHED);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BREAKER);
+    ck_assert_int_eq(tide_pool_made(p, &res[0], TIDE_SEC(6)), 0);
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_ACTIVE);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(6), 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(backoff_holds_makes_after_a_failure)
+{
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_ward w = {.backoff = &bk};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    struct tide_taken t = tide_pool_take(p, TIDE_MS(30), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_LATER);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BACKOFF);
+    ck_assert_int_eq(t.span, TIDE_MS(70));
+    /* the second failure in a row doubles the delay */
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(100), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, TIDE_MS(100), 0.5), 0);
+    t = tide_pool_take(p, TIDE_MS(100), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_LATER);
+    ck_assert_int_eq(t.span, TIDE_MS(200));
+    /* a success resets it */
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(300), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[0], TIDE_MS(300)), 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(300), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, TIDE_MS(300), 0.5), 0);
+    t = tide_pool_take(p, TIDE_MS(300), 0.5);
+    ck_assert_int_eq(t.span, TIDE_MS(100));
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(bucket_spaces_makes_out)
+{
+    struct tide_bucket_options bo = {.rate = 10, .burst = 1};
+    struct tide_ward w = {.bucket = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    struct tide_taken t = tide_pool_take(p, TIDE_MS(40), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_LATER);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BUCKET);
+    ck_assert_int_eq(t.span, TIDE_MS(60));
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(100), 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(bucket_does_not_hold_idle_resources)
+{
+    struct tide_bucket_options bo = {.rate = 1, .burst = 1};
+    struct tide_ward w = {.bucket = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    fill_idle(p, 1, 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_READY);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(shedder_sheds_on_loop_lag)
+{
+    struct tide_shedder_options so = {.lag_target = TIDE_MS(50)};
+    struct tide_ward w = {.shedder = &so};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    fill_idle(p, 3, 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_READY);
+    /* one lent, lag 200 ms: ceiling = max(1, 1 x 0.5) = 1 */
+    tide_pool_overload(p, 1, TIDE_MS(200));
+    struct tide_taken t = tide_pool_take(p, 2, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_SHED);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_SHEDDER);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(every_refusal_names_its_guard)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 1), NULL);
+    make_one(p, &res[0], 0);
+    struct tide_taken t = tide_pool_take(p, 0, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_WAIT);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_NONE);
+    ck_assert_ptr_null(t.item);
+    tide_pool_free(p);
+}
+END_TEST
+
+static Suite *pool_suite(void)
+{
+    Suite *s = suite_create("pool");
+    TCase *tc = tcase_create("answers");
+    tcase_add_test(tc, presets_when_limits_null);
+    tcase_add_test(tc, new_refuses_bad_limits_and_null_out);
+    tcase_add_test(tc, empty_pool_answers_make_and_reserves);
+    tcase_add_test(tc, made_registers_as_lent);
+    tcase_add_test(tc, give_keeps_it_idle);
+    tcase_add_test(tc, take_hands_out_most_recently_returned);
+    tcase_add_test(tc, give_past_idle_limit_is_not_kept);
+    tcase_add_test(tc, wait_when_every_slot_in_use);
+    tcase_add_test(tc, stale_after_keep_is_out_of_pool_and_count);
+    tcase_add_test(tc, life_retires_a_resource_reused_all_along);
+    tcase_add_test(tc, give_does_not_reset_birth);
+    tcase_add_test(tc, unknown_give_fills_reservation_born_now);
+    tcase_add_test(tc, drop_keeps_live_count_honest);
+    tcase_add_test(tc, drop_removes_an_idle_one_found_dead);
+    tcase_add_test(tc, unknown_drop_fills_reservation_then_drops);
+    tcase_add_test(tc, evict_hands_back_past_keep_or_life);
+    tcase_add_test(tc, evict_stops_at_n_and_continues);
+    tcase_add_test(tc, close_hands_back_idle_and_refuses_after);
+    tcase_add_test(tc, spread_shortens_life_by_the_make_roll);
+    tcase_add_test(tc, unlimited_size_grows);
+    tcase_add_test(tc, refusal_is_zero_without_breaker);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("misuse");
+    tcase_add_test(tc, double_give_is_reported_and_counts_stay);
+    tcase_add_test(tc, unknown_give_without_reservation_is_reported);
+    tcase_add_test(tc, made_without_reservation_is_reported);
+    tcase_add_test(tc, made_twice_with_one_item_is_reported);
+    tcase_add_test(tc, unmade_frees_the_reservation);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("ward");
+    tcase_add_test(tc, inactive_breaker_sheds_even_with_idle);
+    tcase_add_test(tc, adaptive_breaker_refuses_makes_after_failures);
+    tcase_add_test(tc, recovering_admits_bounded_probes);
+    tcase_add_test(tc, backoff_holds_makes_after_a_failure);
+    tcase_add_test(tc, bucket_spaces_makes_out);
+    tcase_add_test(tc, bucket_does_not_hold_idle_resources);
+    tcase_add_test(tc, shedder_sheds_on_loop_lag);
+    tcase_add_test(tc, every_refusal_names_its_guard);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TIDE_TEST_MAIN(pool_suite)
