@@ -1,0 +1,382 @@
+/* The reference model and the side-by-side driver; see pool_model.h. */
+#include "pool_model.h"
+
+#include <string.h>
+
+static void *item_of(struct drive *d, int id)
+{
+    return &d->arena[id];
+}
+
+
+static int64_t later(int64_t t, int64_t span)
+{
+    if (span == TIDE_FOREVER || (t > 0 && span > INT64_MAX - t))
+        return TIDE_FOREVER;
+    return t + span;
+}
+
+static int64_t spread_life(const struct drive *d, double roll)
+{
+    int64_t life = d->limits.life;
+    if (life == TIDE_FOREVER || d->limits.spread == 0.0)
+        return life;
+    return life - (int64_t)((double)life * d->limits.spread * roll);
+}
+
+static bool expired(const struct drive *d, const struct model_idle *m)
+{
+    if (m->dies != TIDE_FOREVER && d->now >= m->dies)
+        return true;
+    return d->limits.keep != TIDE_FOREVER && d->now - m->since >= d->limits.keep;
+}
+
+/* ---- moving resources between places, checked ---- */
+
+static void to_lent(struct drive *d, int id, int64_t dies)
+{
+    DRIVE_CHECK(d->place[id] != PLACE_LENT); /* nothing handed out twice */
+    d->place[id] = PLACE_LENT;
+    d->lent_dies[id] = dies;
+    d->n_lent++;
+}
+
+static void leave(struct drive *d, int id)
+{
+    DRIVE_CHECK(d->place[id] == PLACE_IDLE || d->place[id] == PLACE_LENT);
+    if (d->place[id] == PLACE_LENT)
+        d->n_lent--;
+    d->place[id] = PLACE_GONE;
+    d->departures++;
+}
+
+static int idle_index(const struct drive *d, int id)
+{
+    for (int i = 0; i < d->n_idle; i++)
+        if (d->idle[i].id == id)
+            return i;
+    return -1;
+}
+
+static void idle_remove_at(struct drive *d, int i)
+{
+    memmove(&d->idle[i], &d->idle[i + 1],
+            (size_t)(d->n_idle - i - 1) * sizeof d->idle[0]);
+    d->n_idle--;
+}
+
+/* The oldest reservation becomes a lent resource born now. */
+static void fill_reservation(struct drive *d, int id)
+{
+    int64_t life = d->reserved_life[d->res_head];
+    d->res_head = (d->res_head + 1) % DRIVE_ITEMS;
+    d->n_reserved--;
+    if (d->place[id] == PLACE_NONE)
+        d->n_items = id + 1 > d->n_items ? id + 1 : d->n_items;
+    if (d->place[id] == PLACE_GONE)
+        d->reentries++;
+    d->place[id] = PLACE_NONE;
+    d->made++;
+    to_lent(d, id, later(d->now, life));
+}
+
+/* ---- picking resources for an operation ---- */
+
+static int pick_in_place(struct drive *d, enum place want, uint32_t arg)
+{
+    if (d->n_items == 0)
+        return -1;
+    int start = (int)(arg % (uint32_t)d->n_items);
+    for (int k = 0; k < d->n_items; k++) {
+        int id = (start + k) % d->n_items;
+        if (d->place[id] == want)
+            return id;
+    }
+    return -1;
+}
+
+static int fresh_id(struct drive *d)
+{
+    return d->n_items < DRIVE_ITEMS ? d->n_items : -1;
+}
+
+/* ---- operations ---- */
+
+static bool ward_refusal(const struct drive *d, struct tide_taken t)
+{
+    if (!d->guarded)
+        return false;
+    if (t.answer == TIDE_LATER)
+        return t.span > 0 && (t.guard == TIDE_GUARD_BUCKET ||
+                              t.guard == TIDE_GUARD_BACKOFF);
+    return t.answer == TIDE_SHED &&
+           (t.guard == TIDE_GUARD_BREAKER || t.guard == TIDE_GUARD_SHEDDER);
+}
+
+static void op_take(struct drive *d, double roll)
+{
+    struct tide_taken t = tide_pool_take(d->pool, d->now, roll);
+    if (d->closed) {
+        DRIVE_CHECK(t.answer == TIDE_SHED && t.guard == TIDE_GUARD_CLOSED);
+        return;
+    }
+    if (ward_refusal(d, t))
+        return;
+    if (d->n_idle > 0) {
+        struct model_idle top = d->idle[d->n_idle - 1];
+        DRIVE_CHECK(t.item == item_of(d, top.id));
+        d->n_idle--;
+        if (expired(d, &top)) {
+            DRIVE_CHECK(t.answer == TIDE_STALE);
+            leave(d, top.id);
+        } else {
+            DRIVE_CHECK(t.answer == TIDE_READY);
+            DRIVE_CHECK(d->place[top.id] == PLACE_IDLE);
+            d->place[top.id] = PLACE_NONE;
+            to_lent(d, top.id, top.dies);
+        }
+        return;
+    }
+    if (d->n_lent + d->n_reserved >= d->limits.size) {
+        DRIVE_CHECK(t.answer == TIDE_WAIT);
+        return;
+    }
+    DRIVE_CHECK(t.answer == TIDE_MAKE);
+    d->reserved_life[(d->res_head + d->n_reserved) % DRIVE_ITEMS] =
+        spread_life(d, roll);
+    d->n_reserved++;
+}
+
+static void op_made(struct drive *d, uint32_t arg)
+{
+    int id = -1;
+    if (arg % 8 == 0)
+        id = pick_in_place(d, (arg / 8) % 2 ? PLACE_IDLE : PLACE_LENT, arg);
+    bool held = id >= 0;
+    if (!held)
+        id = fresh_id(d);
+    if (id < 0)
+        return;
+    int rc = tide_pool_made(d->pool, item_of(d, id), d->now);
+    if (d->n_reserved == 0) {
+        DRIVE_CHECK(rc == TIDE_ENORESERVE);
+    } else if (held) {
+        DRIVE_CHECK(rc == TIDE_EDUPLICATE);
+    } else {
+        DRIVE_CHECK(rc == 0);
+        fill_reservation(d, id);
+    }
+}
+
+static void op_unmade(struct drive *d, double roll)
+{
+    int rc = tide_pool_unmade(d->pool, d->now, roll);
+    if (d->n_reserved == 0) {
+        DRIVE_CHECK(rc == TIDE_ENORESERVE);
+        return;
+    }
+    DRIVE_CHECK(rc == 0);
+    d->res_head = (d->res_head + 1) % DRIVE_ITEMS;
+    d->n_reserved--;
+}
+
+/* Resolves an item coming back: true when the pool should treat it as
+ * lent (filling a reservation if unknown); the expected misuse otherwise. */
+static bool returning(struct drive *d, int id, int *expect)
+{
+    if (d->place[id] == PLACE_LENT)
+        return true;
+    if (d->place[id] == PLACE_IDLE) {
+        *expect = TIDE_EDOUBLE;
+        return false;
+    }
+    if (d->n_reserved == 0) {
+        *expect = TIDE_EUNKNOWN;
+        return false;
+    }
+    fill_reservation(d, id);
+    return true;
+}
+
+static void op_give(struct drive *d, int id)
+{
+    if (id < 0)
+        return;
+    int rc = tide_pool_give(d->pool, item_of(d, id), d->now);
+    int expect = 0;
+    bool idle_before = d->place[id] == PLACE_IDLE;
+    if (!returning(d, id, &expect)) {
+        DRIVE_CHECK(rc == expect);
+        if (idle_before) /* misuse leaves it idle, where it was */
+            DRIVE_CHECK(d->place[id] == PLACE_IDLE);
+        return;
+    }
+    if (d->closed || d->n_idle >= d->limits.idle) {
+        DRIVE_CHECK(rc == 0);
+        leave(d, id);
+        return;
+    }
+    DRIVE_CHECK(rc == 1);
+    int64_t dies = d->lent_dies[id];
+    d->place[id] = PLACE_IDLE;
+    d->n_lent--;
+    d->idle[d->n_idle++] = (struct model_idle){id, dies, d->now};
+}
+
+static void op_drop(struct drive *d, int id)
+{
+    if (id < 0)
+        return;
+    int rc = tide_pool_drop(d->pool, item_of(d, id), d->now);
+    if (d->place[id] == PLACE_IDLE) {
+        DRIVE_CHECK(rc == 0);
+        idle_remove_at(d, idle_index(d, id));
+        leave(d, id);
+        return;
+    }
+    int expect = 0;
+    if (!returning(d, id, &expect)) {
+        DRIVE_CHECK(rc == expect);
+        return;
+    }
+    DRIVE_CHECK(rc == 0);
+    leave(d, id);
+}
+
+static void op_evict(struct drive *d, uint32_t arg)
+{
+    void *out[8];
+    size_t n = 1 + arg % 8;
+    size_t got = tide_pool_evict(d->pool, d->now, out, n);
+    DRIVE_CHECK(got <= n);
+    /* the model's answer: expired ones, oldest (bottom of the stack) first */
+    size_t k = 0;
+    for (int i = 0; i < d->n_idle && k < n;) {
+        if (expired(d, &d->idle[i])) {
+            DRIVE_CHECK(k < got && out[k] == item_of(d, d->idle[i].id));
+            k++;
+            int id = d->idle[i].id;
+            idle_remove_at(d, i);
+            leave(d, id);
+        } else {
+            i++;
+        }
+    }
+    DRIVE_CHECK(k == got);
+}
+
+static void op_close(struct drive *d, uint32_t arg)
+{
+    void *out[8];
+    size_t n = 1 + arg % 8;
+    size_t got;
+    do {
+        got = tide_pool_close(d->pool, out, n);
+        DRIVE_CHECK(got <= n);
+        for (size_t k = 0; k < got; k++) {
+            DRIVE_CHECK(d->n_idle > 0);
+            int top = d->idle[d->n_idle - 1].id;
+            DRIVE_CHECK(out[k] == item_of(d, top));
+            d->n_idle--;
+            leave(d, top);
+        }
+    } while (got == n);
+    d->closed = true;
+    DRIVE_CHECK(d->n_idle == 0);
+}
+
+static void check_invariants(struct drive *d, bool full)
+{
+    struct tide_pool *p = d->pool;
+    DRIVE_CHECK(tide_pool_live(p) <= d->limits.size);
+    DRIVE_CHECK(tide_pool_idle(p) <= d->limits.idle);
+    DRIVE_CHECK(tide_pool_idle(p) == d->n_idle);
+    DRIVE_CHECK(tide_pool_busy(p) == d->n_lent + d->n_reserved);
+    DRIVE_CHECK(tide_pool_live(p) == tide_pool_idle(p) + tide_pool_busy(p));
+    if (!full)
+        return;
+    int idle = 0, lent = 0, gone = 0;
+    for (int id = 0; id < d->n_items; id++) {
+        idle += d->place[id] == PLACE_IDLE;
+        lent += d->place[id] == PLACE_LENT;
+        gone += d->place[id] == PLACE_GONE;
+    }
+    DRIVE_CHECK(idle == d->n_idle && lent == d->n_lent);
+    DRIVE_CHECK(gone == d->departures - d->reentries);
+    for (int i = 0; i < d->n_idle; i++)
+        DRIVE_CHECK(d->place[d->idle[i].id] == PLACE_IDLE);
+}
+
+int drive_init(struct drive *d, const struct tide_limits *limits,
+               const struct tide_ward *ward)
+{
+    memset(d, 0, sizeof *d);
+    int rc = tide_pool_new(limits, ward, 0, &d->pool);
+    if (rc)
+        return rc;
+    d->limits = tide_pool_limits(d->pool);
+    d->guarded = ward && (ward->breaker || ward->bucket || ward->backoff ||
+                          ward->shedder);
+    return 0;
+}
+
+void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
+                int64_t dt)
+{
+    d->now = later(d->now, dt < 0 ? 0 : dt);
+    switch (op % 16) {
+    case 0: case 1: case 2: case 3: case 4:
+        op_take(d, roll);
+        break;
+    case 5: case 6:
+        op_made(d, arg);
+        break;
+    case 7:
+        op_unmade(d, roll);
+        break;
+    case 8: case 9: case 10:
+        op_give(d, pick_in_place(d, PLACE_LENT, arg));
+        break;
+    case 11: /* misuse or a skipped made(): idle, gone or never seen */
+        op_give(d, arg % 3 == 0   ? pick_in_place(d, PLACE_IDLE, arg)
+                   : arg % 3 == 1 ? pick_in_place(d, PLACE_GONE, arg)
+                                  : fresh_id(d));
+        break;
+    case 12:
+        op_drop(d, pick_in_place(d, PLACE_LENT, arg));
+        break;
+    case 13:
+        op_drop(d, arg % 2 ? pick_in_place(d, PLACE_IDLE, arg)
+                           : pick_in_place(d, PLACE_GONE, arg));
+        break;
+    case 14:
+        op_evict(d, arg);
+        break;
+    default:
+        if (arg % 512 == 0)
+            op_close(d, arg / 512);
+        else
+            op_take(d, roll);
+        break;
+    }
+    check_invariants(d, ++d->steps % 64 == 0);
+}
+
+void drive_finish(struct drive *d)
+{
+    if (!d->closed)
+        op_close(d, 7);
+    for (int id = 0; id < d->n_items; id++)
+        if (d->place[id] == PLACE_LENT)
+            op_give(d, id);
+    while (d->n_reserved > 0)
+        op_unmade(d, 0.5);
+    check_invariants(d, true);
+    /* nothing lost: every resource that entered left exactly once */
+    DRIVE_CHECK(d->departures == d->made);
+    DRIVE_CHECK(tide_pool_live(d->pool) == 0);
+    for (int id = 0; id < d->n_items; id++)
+        DRIVE_CHECK(d->place[id] == PLACE_GONE || d->place[id] == PLACE_NONE);
+    tide_pool_free(d->pool);
+    d->pool = NULL;
+}

@@ -1,0 +1,75 @@
+/* A reference model of the pool and a driver that runs the real pool and the
+ * model side by side, checking every answer and the invariants after every
+ * operation. Shared by the model-based test and the libFuzzer target.
+ *
+ * Invariants checked after each step:
+ *   live <= size; idle <= the idle limit;
+ *   every resource is in exactly one place (idle, lent, gone);
+ *   busy = lent + reserved, live = idle + busy (the pool's counts agree with
+ *   the places the driver saw each resource go);
+ *   nothing handed out twice (READY/STALE only ever hand out an idle one);
+ *   nothing lost (drive_finish: every resource ever made left exactly once,
+ *   through STALE, evict, close, "not kept" or drop). */
+#ifndef TIDEPOOL_TEST_POOL_MODEL_H
+#define TIDEPOOL_TEST_POOL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <tidepool/core.h>
+
+/* Called when a check fails; the test and the fuzzer each define it. */
+void drive_failed(const char *what, const char *file, int line);
+
+#define DRIVE_CHECK(cond)                                                      \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            drive_failed(#cond, __FILE__, __LINE__);                           \
+    } while (0)
+
+enum place { PLACE_NONE = 0, PLACE_IDLE, PLACE_LENT, PLACE_GONE };
+
+#define DRIVE_ITEMS 4096
+
+struct model_idle {
+    int id;
+    int64_t dies;
+    int64_t since;
+};
+
+struct drive {
+    struct tide_pool *pool;
+    struct tide_limits limits; /* resolved */
+    bool guarded; /* a ward is present: the pool may refuse where the
+                     model would lend or make */
+    int64_t now;
+    bool closed;
+    /* the model */
+    struct model_idle idle[DRIVE_ITEMS]; /* stack: idle[n_idle - 1] on top */
+    int n_idle;
+    int64_t lent_dies[DRIVE_ITEMS];      /* by id, while lent */
+    int64_t reserved_life[DRIVE_ITEMS];  /* FIFO of spread lives */
+    int res_head;
+    int n_reserved;
+    /* where each resource is, as the driver saw it go */
+    enum place place[DRIVE_ITEMS];
+    int n_items; /* ids handed to the pool so far */
+    int n_lent;
+    long departures; /* resources that left the pool */
+    long made;       /* resources that entered it */
+    long reentries;  /* gone pointers that entered again */
+    long steps;
+    char arena[DRIVE_ITEMS];
+};
+
+/* Sets up a drive over a new pool; 0 or the pool's error. */
+int drive_init(struct drive *d, const struct tide_limits *limits,
+               const struct tide_ward *ward);
+/* One operation chosen by `op` (any value), with `arg` picking a resource,
+ * `roll` in [0, 1) and the clock moved forward by `dt` ns first. */
+void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
+                int64_t dt);
+/* Closes the pool, gives back every lent one, checks nothing was lost, and
+ * frees the pool. */
+void drive_finish(struct drive *d);
+
+#endif
