@@ -22,6 +22,7 @@ static const struct error_entry errors[] = {
     {TIDE_EDUPLICATE, "TIDE_EDUPLICATE", "made called with a resource the pool already holds"},
     {TIDE_ECLOSED, "TIDE_ECLOSED", "the pool is closed"},
     {TIDE_EGATE, "TIDE_EGATE", "gate left more often than it was entered"},
+    {TIDE_ENOTIDLE, "TIDE_ENOTIDLE", "the resource is not idle in this pool (lent, held or being made)"},
 };
 
 static const struct error_entry *find(int code)

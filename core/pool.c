@@ -2,7 +2,8 @@
  *
  * Every resource, and every reservation being made, has a slot:
  *   idle      item set, on the idle list (LIFO: head is the last returned)
- *   lent      item set, prev == LENT
+ *   lent      item set, prev == LENT, next == NIL
+ *   held      item set, prev == LENT, next == HELD (aside for a check)
  *   reserved  item NULL, on the reservation list (FIFO), dies holds its
  *             spread life until made() turns it into a deadline
  *   free      item NULL, prev == FREE, on the free list through next
@@ -17,12 +18,13 @@
 #define NIL UINT32_MAX
 #define LENT (UINT32_MAX - 1)
 #define FREE (UINT32_MAX - 2)
+#define HELD (UINT32_MAX - 3)
 
 /* A finite size up to this is allocated whole at creation, so take and give
  * never allocate; beyond it (or unlimited) the books grow by doubling. */
 #define PREALLOC_MAX (INT64_C(1) << 20)
 #define GROW_FIRST 64
-#define SLOTS_MAX (UINT32_MAX - 3)
+#define SLOTS_MAX (UINT32_MAX - 4)
 
 struct slot {
     void *item;
@@ -280,6 +282,7 @@ static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
         return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
     }
     s->prev = LENT;
+    s->next = NIL;
     s->since = now;
     p->lent_count++;
     if (p->has_shedder)
@@ -335,6 +338,58 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
     if (p->has_shedder && !tide__shedder_admit(&p->shedder))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
     return reserve(p, now, tide__roll(roll));
+}
+
+struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
+{
+    if (p->closed)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    if (tide_pool_live(p) >= p->limits.size)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    return reserve(p, now, tide__roll(roll));
+}
+
+int tide_pool_hold(struct tide_pool *p, void *item)
+{
+    if (!item)
+        return TIDE_EINVAL;
+    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (i == TIDE__ITEMMAP_NONE)
+        return TIDE_EUNKNOWN;
+    struct slot *s = &p->slots[i];
+    if (s->prev == LENT)
+        return TIDE_ENOTIDLE;
+    list_unlink(p, &p->idle, i);
+    p->idle_count--;
+    s->prev = LENT;
+    s->next = HELD;
+    p->lent_count++;
+    return 0;
+}
+
+/* Puts a held resource back among the idle at its place by rest time, so
+ * the idle list stays ordered for keep. Walks past the ones returned while
+ * it was held: few, since a check is short. */
+static void unhold(struct tide_pool *p, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    uint32_t before = p->idle.head;
+    while (before != NIL && p->slots[before].since > s->since)
+        before = p->slots[before].next;
+    if (before == p->idle.head) {
+        list_push_head(p, &p->idle, i);
+    } else if (before == NIL) {
+        list_push_tail(p, &p->idle, i);
+    } else {
+        uint32_t after = p->slots[before].prev;
+        s->prev = after;
+        s->next = before;
+        p->slots[after].next = i;
+        p->slots[before].prev = i;
+    }
+    p->idle_count++;
 }
 
 /* Turns the oldest reservation into a lent resource born now. */
@@ -409,11 +464,11 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now)
     return fill_reservation(p, item, now);
 }
 
-/* Settles the loan of a lent slot. */
+/* Settles the loan of a lent slot; a held one had no ticket. */
 static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
 {
     p->lent_count--;
-    if (p->has_shedder)
+    if (p->has_shedder && s->next != HELD)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
 
@@ -427,10 +482,15 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
     struct slot *s = &p->slots[i];
     if (s->prev != LENT)
         return TIDE_EDOUBLE;
+    bool held = s->next == HELD;
     end_loan(p, s, now);
     if (p->closed || p->idle_count >= p->limits.idle) {
         slot_release(p, i);
         return 0;
+    }
+    if (held) {
+        unhold(p, i);
+        return 1;
     }
     s->since = now;
     list_push_head(p, &p->idle, i);

@@ -66,6 +66,7 @@ enum tide_error {
     TIDE_EDUPLICATE = -11,  /* made() with a resource the pool already holds */
     TIDE_ECLOSED = -12,     /* the pool is closed */
     TIDE_EGATE = -13,       /* gate left more often than entered */
+    TIDE_ENOTIDLE = -14,    /* hold: the resource is not idle in this pool */
 };
 
 /* A sentence for a person; never NULL, static storage. */
@@ -420,9 +421,23 @@ TIDE_API size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out,
  * many; n returned means call again. Lent ones come back through give/drop. */
 TIDE_API size_t tide_pool_close(struct tide_pool *p, void **out, size_t n);
 
+/* Asks for room to make one more even though idle ones may exist: what a
+ * runtime keeping a minimum of resources does. Answers MAKE (reserved, as
+ * from take), or WAIT, LATER or SHED as take would; never READY or STALE.
+ * The shedder is not asked: nothing is lent. */
+TIDE_API struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now,
+                                          double roll);
+/* Takes one idle resource aside for a health check: it counts as busy, is
+ * neither lent by take nor evicted, and keeps the time it has rested. Give
+ * it back with tide_pool_give (it returns to its place among the idle, by
+ * rest time, so a check does not make a resource look freshly used) or
+ * tide_pool_drop when the check failed. 0, TIDE_ENOTIDLE (lent, held or
+ * being made) or TIDE_EUNKNOWN. */
+TIDE_API int tide_pool_hold(struct tide_pool *p, void *item);
+
 TIDE_API int64_t tide_pool_live(const struct tide_pool *p); /* idle+lent+making */
 TIDE_API int64_t tide_pool_idle(const struct tide_pool *p);
-TIDE_API int64_t tide_pool_busy(const struct tide_pool *p); /* lent+making */
+TIDE_API int64_t tide_pool_busy(const struct tide_pool *p); /* lent+held+making */
 /* The share of new makes the breaker refuses at now; 0 without one. */
 TIDE_API double tide_pool_refusal(struct tide_pool *p, int64_t now);
 /* The pool's breaker, to read its state, switch it or install a strategy;

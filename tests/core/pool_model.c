@@ -43,8 +43,9 @@ static void to_lent(struct drive *d, int id, int64_t dies)
 
 static void leave(struct drive *d, int id)
 {
-    DRIVE_CHECK(d->place[id] == PLACE_IDLE || d->place[id] == PLACE_LENT);
-    if (d->place[id] == PLACE_LENT)
+    DRIVE_CHECK(d->place[id] == PLACE_IDLE || d->place[id] == PLACE_LENT ||
+                d->place[id] == PLACE_HELD);
+    if (d->place[id] != PLACE_IDLE)
         d->n_lent--;
     d->place[id] = PLACE_GONE;
     d->departures++;
@@ -113,6 +114,8 @@ static bool ward_refusal(const struct drive *d, struct tide_taken t)
            (t.guard == TIDE_GUARD_BREAKER || t.guard == TIDE_GUARD_SHEDDER);
 }
 
+static void expect_room(struct drive *d, struct tide_taken t, double roll);
+
 static void op_take(struct drive *d, double roll)
 {
     struct tide_taken t = tide_pool_take(d->pool, d->now, roll);
@@ -137,7 +140,13 @@ static void op_take(struct drive *d, double roll)
         }
         return;
     }
-    if (d->n_lent + d->n_reserved >= d->limits.size) {
+    expect_room(d, t, roll);
+}
+
+/* The answer when no idle one is lent: WAIT when full, else MAKE. */
+static void expect_room(struct drive *d, struct tide_taken t, double roll)
+{
+    if (d->n_idle + d->n_lent + d->n_reserved >= d->limits.size) {
         DRIVE_CHECK(t.answer == TIDE_WAIT);
         return;
     }
@@ -145,6 +154,39 @@ static void op_take(struct drive *d, double roll)
     d->reserved_life[(d->res_head + d->n_reserved) % DRIVE_ITEMS] =
         spread_life(d, roll);
     d->n_reserved++;
+}
+
+static void op_grow(struct drive *d, double roll)
+{
+    struct tide_taken t = tide_pool_grow(d->pool, d->now, roll);
+    if (d->closed) {
+        DRIVE_CHECK(t.answer == TIDE_SHED && t.guard == TIDE_GUARD_CLOSED);
+        return;
+    }
+    if (ward_refusal(d, t))
+        return;
+    expect_room(d, t, roll);
+}
+
+static void op_hold(struct drive *d, int id)
+{
+    if (id < 0)
+        return;
+    int rc = tide_pool_hold(d->pool, item_of(d, id));
+    if (d->place[id] != PLACE_IDLE) {
+        DRIVE_CHECK(rc == (d->place[id] == PLACE_LENT ||
+                                   d->place[id] == PLACE_HELD
+                               ? TIDE_ENOTIDLE
+                               : TIDE_EUNKNOWN));
+        return;
+    }
+    DRIVE_CHECK(rc == 0);
+    int k = idle_index(d, id);
+    d->lent_dies[id] = d->idle[k].dies;
+    d->held_since[id] = d->idle[k].since;
+    idle_remove_at(d, k);
+    d->place[id] = PLACE_HELD;
+    d->n_lent++;
 }
 
 static void op_made(struct drive *d, uint32_t arg)
@@ -184,7 +226,7 @@ static void op_unmade(struct drive *d, double roll)
  * lent (filling a reservation if unknown); the expected misuse otherwise. */
 static bool returning(struct drive *d, int id, int *expect)
 {
-    if (d->place[id] == PLACE_LENT)
+    if (d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD)
         return true;
     if (d->place[id] == PLACE_IDLE) {
         *expect = TIDE_EDOUBLE;
@@ -218,9 +260,23 @@ static void op_give(struct drive *d, int id)
     }
     DRIVE_CHECK(rc == 1);
     int64_t dies = d->lent_dies[id];
+    bool held = d->place[id] == PLACE_HELD;
     d->place[id] = PLACE_IDLE;
     d->n_lent--;
-    d->idle[d->n_idle++] = (struct model_idle){id, dies, d->now};
+    if (!held) {
+        d->idle[d->n_idle++] = (struct model_idle){id, dies, d->now};
+        return;
+    }
+    /* back at its place by rest time: above every idle one that rested
+     * at or before it, below the ones returned since */
+    int64_t since = d->held_since[id];
+    int at = d->n_idle;
+    while (at > 0 && d->idle[at - 1].since > since)
+        at--;
+    memmove(&d->idle[at + 1], &d->idle[at],
+            (size_t)(d->n_idle - at) * sizeof d->idle[0]);
+    d->idle[at] = (struct model_idle){id, dies, since};
+    d->n_idle++;
 }
 
 static void op_drop(struct drive *d, int id)
@@ -298,7 +354,7 @@ static void check_invariants(struct drive *d, bool full)
     int idle = 0, lent = 0, gone = 0;
     for (int id = 0; id < d->n_items; id++) {
         idle += d->place[id] == PLACE_IDLE;
-        lent += d->place[id] == PLACE_LENT;
+        lent += d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD;
         gone += d->place[id] == PLACE_GONE;
     }
     DRIVE_CHECK(idle == d->n_idle && lent == d->n_lent);
@@ -335,7 +391,7 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
         op_unmade(d, roll);
         break;
     case 8: case 9: case 10:
-        op_give(d, pick_in_place(d, PLACE_LENT, arg));
+        op_give(d, pick_in_place(d, arg % 4 ? PLACE_LENT : PLACE_HELD, arg));
         break;
     case 11: /* misuse or a skipped made(): idle, gone or never seen */
         op_give(d, arg % 3 == 0   ? pick_in_place(d, PLACE_IDLE, arg)
@@ -343,7 +399,7 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
                                   : fresh_id(d));
         break;
     case 12:
-        op_drop(d, pick_in_place(d, PLACE_LENT, arg));
+        op_drop(d, pick_in_place(d, arg % 4 ? PLACE_LENT : PLACE_HELD, arg));
         break;
     case 13:
         op_drop(d, arg % 2 ? pick_in_place(d, PLACE_IDLE, arg)
@@ -355,6 +411,11 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
     default:
         if (arg % 512 == 0)
             op_close(d, arg / 512);
+        else if (arg % 4 == 1)
+            op_hold(d, arg % 8 == 1 ? pick_in_place(d, PLACE_IDLE, arg)
+                                    : pick_in_place(d, PLACE_LENT, arg));
+        else if (arg % 4 == 2)
+            op_grow(d, roll);
         else
             op_take(d, roll);
         break;
@@ -367,7 +428,7 @@ void drive_finish(struct drive *d)
     if (!d->closed)
         op_close(d, 7);
     for (int id = 0; id < d->n_items; id++)
-        if (d->place[id] == PLACE_LENT)
+        if (d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD)
             op_give(d, id);
     while (d->n_reserved > 0)
         op_unmade(d, 0.5);

@@ -4,7 +4,8 @@
  *
  * Invariants checked after each step:
  *   live <= size; idle <= the idle limit;
- *   every resource is in exactly one place (idle, lent, gone);
+ *   every resource is in exactly one place (idle, lent, held, gone);
+ *   a held resource returns among the idle at its place by rest time;
  *   busy = lent + reserved, live = idle + busy (the pool's counts agree with
  *   the places the driver saw each resource go);
  *   nothing handed out twice (READY/STALE only ever hand out an idle one);
@@ -26,7 +27,7 @@ void drive_failed(const char *what, const char *file, int line);
             drive_failed(#cond, __FILE__, __LINE__);                           \
     } while (0)
 
-enum place { PLACE_NONE = 0, PLACE_IDLE, PLACE_LENT, PLACE_GONE };
+enum place { PLACE_NONE = 0, PLACE_IDLE, PLACE_LENT, PLACE_HELD, PLACE_GONE };
 
 #define DRIVE_ITEMS 4096
 
@@ -46,14 +47,15 @@ struct drive {
     /* the model */
     struct model_idle idle[DRIVE_ITEMS]; /* stack: idle[n_idle - 1] on top */
     int n_idle;
-    int64_t lent_dies[DRIVE_ITEMS];      /* by id, while lent */
+    int64_t lent_dies[DRIVE_ITEMS];      /* by id, while lent or held */
+    int64_t held_since[DRIVE_ITEMS];     /* by id, while held: rest time */
     int64_t reserved_life[DRIVE_ITEMS];  /* FIFO of spread lives */
     int res_head;
     int n_reserved;
     /* where each resource is, as the driver saw it go */
     enum place place[DRIVE_ITEMS];
     int n_items; /* ids handed to the pool so far */
-    int n_lent;
+    int n_lent; /* lent and held: both count as busy */
     long departures; /* resources that left the pool */
     long made;       /* resources that entered it */
     long reentries;  /* gone pointers that entered again */

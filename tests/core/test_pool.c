@@ -396,6 +396,65 @@ START_TEST(unlimited_size_grows)
 }
 END_TEST
 
+START_TEST(grow_makes_room_even_with_idle)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 3), NULL);
+    fill_idle(p, 2, 0);
+    ck_assert_int_eq(tide_pool_grow(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_live(p), 3);
+    ck_assert_int_eq(tide_pool_grow(p, 0, 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_made(p, &res[2], 0), 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[2], 0), 1);
+    ck_assert_int_eq(tide_pool_idle(p), 3);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(held_resource_is_busy_and_not_lent)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2), NULL);
+    fill_idle(p, 2, 0);
+    ck_assert_int_eq(tide_pool_hold(p, &res[1]), 0);
+    ck_assert_int_eq(tide_pool_idle(p), 1);
+    ck_assert_int_eq(tide_pool_busy(p), 1);
+    ck_assert_int_eq(tide_pool_live(p), 2);
+    ck_assert_ptr_eq(tide_pool_take(p, 1, 0.5).item, &res[0]);
+    ck_assert_int_eq(tide_pool_take(p, 1, 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_hold(p, &res[0]), TIDE_ENOTIDLE);
+    ck_assert_int_eq(tide_pool_hold(p, &res[9]), TIDE_EUNKNOWN);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(held_resource_keeps_its_rest_time)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.keep = TIDE_SEC(10)), NULL);
+    make_one(p, &res[0], 0);
+    make_one(p, &res[1], 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
+    ck_assert_int_eq(tide_pool_hold(p, &res[0]), 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[1], TIDE_SEC(5)), 1);
+    /* checked and back at 6 s: still rested since 0, below res[1] */
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(6)), 1);
+    void *out[4];
+    ck_assert_uint_eq(tide_pool_evict(p, TIDE_SEC(10), out, 4), 1);
+    ck_assert_ptr_eq(out[0], &res[0]);
+    ck_assert_ptr_eq(tide_pool_take(p, TIDE_SEC(10), 0.5).item, &res[1]);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(held_resource_dropped_when_check_fails)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    fill_idle(p, 1, 0);
+    ck_assert_int_eq(tide_pool_hold(p, &res[0]), 0);
+    ck_assert_int_eq(tide_pool_drop(p, &res[0], 1), 0);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
 START_TEST(refusal_is_zero_without_breaker)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
@@ -579,6 +638,10 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, spread_shortens_life_by_the_make_roll);
     tcase_add_test(tc, unlimited_size_grows);
     tcase_add_test(tc, refusal_is_zero_without_breaker);
+    tcase_add_test(tc, grow_makes_room_even_with_idle);
+    tcase_add_test(tc, held_resource_is_busy_and_not_lent);
+    tcase_add_test(tc, held_resource_keeps_its_rest_time);
+    tcase_add_test(tc, held_resource_dropped_when_check_fails);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("misuse");
