@@ -35,7 +35,7 @@ static int64_t to_span(double ns)
 {
     if (!(ns > 0.0))
         return 0;
-    if (ns >= 9.2e18)
+    if (ns >= 0x1p63) /* past INT64_MAX: the cast would be undefined */
         return TIDE_FOREVER;
     return (int64_t)ns;
 }

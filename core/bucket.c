@@ -7,8 +7,8 @@ struct tide_bucket_options tide__bucket_resolve(struct tide_bucket_options o)
 {
     if (o.rate == 0.0)
         o.rate = 10.0;
-    if (o.burst == 0.0)
-        o.burst = o.rate;
+    if (o.burst == 0.0) /* one second's worth, and at least one token */
+        o.burst = o.rate > 1.0 ? o.rate : 1.0;
     return o;
 }
 
@@ -78,6 +78,8 @@ int64_t tide_bucket_next(struct tide_bucket *b, int64_t now)
     if (b->tokens >= 1.0)
         return 0;
     double wait = (1.0 - b->tokens) / b->rate;
+    if (wait >= 0x1p63) /* a rate so slow the wait has no int64_t */
+        return TIDE_FOREVER;
     int64_t ns = (int64_t)wait;
     return (double)ns < wait ? ns + 1 : ns; /* round up: never too early */
 }

@@ -114,7 +114,8 @@ TIDE_API int tide_limits_check(const struct tide_limits *limits);
  *   RIGID         c, unchanged. Reproducible, and it synchronises clients.
  *   FULL          uniform over [0, c]. Spreads clients furthest.
  *   EQUAL         c/2 + uniform over [0, c/2]. Keeps a floor under the wait.
- *   DECORRELATED  uniform over [base, previous x 3], capped at cap: grows
+ *   DECORRELATED  uniform over [base, max(previous, base) x 3], capped at
+ *                 cap: grows
  *                 from where it last landed rather than from the retry.
  *   SPREAD        uniform over [c(1 - f), c(1 + f)], f held to [0, 1]; so
  *                 the wait can pass the cap by f. gRPC's randomisation. */
@@ -170,7 +171,8 @@ struct tide_bucket;
 
 struct tide_bucket_options {
     double rate;  /* tokens per second, > 0. Preset 10. */
-    double burst; /* most tokens held, >= 1. Preset: rate (one second's). */
+    double burst; /* most tokens held, >= 1. Preset: rate (one second's),
+                     at least 1. */
 };
 
 /* Caller owns *out and frees it with tide_bucket_free. */

@@ -1,0 +1,252 @@
+/* tidepool evloop: a resource pool on a libevent event_base.
+ *
+ * The adapter owns what needs a runtime: a FIFO queue of waiting callers,
+ * timers (acquire and make timeouts, eviction, health checks, leak reports,
+ * loop-lag probes, retries after LATER), a monotonic clock and a seeded random
+ * source. Every decision is the core's (<tidepool/core.h>); resources are
+ * opened and closed only through a factory, so the pool holds anything: a
+ * bufferevent (see <tidepool/tls.h>), a hiredis context, a child process.
+ *
+ * Threads: a tide_evpool belongs to one event_base and is used from that
+ * loop's thread only. A multi-threaded program runs one loop and one pool per
+ * thread. Nothing here takes a lock.
+ *
+ * The application must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN)): libevent
+ * writes without MSG_NOSIGNAL, and a write to a closed peer must be an error,
+ * not the end of the process.
+ */
+#ifndef TIDEPOOL_EVLOOP_H
+#define TIDEPOOL_EVLOOP_H
+
+#include <tidepool/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct event_base;
+
+/* Errors of this layer (the table is shared: tide_strerror knows them). */
+enum tide_evloop_error {
+    TIDE_ETIMEDOUT = -20,    /* no resource within the acquire timeout */
+    TIDE_EUNAVAILABLE = -21, /* refused at once: breaker open or shed; the
+                                tide_why says which guard and when to retry */
+    TIDE_EQUEUEFULL = -22,   /* the waiter queue is at its bound */
+    TIDE_ECANCELLED = -23,   /* the acquire was cancelled (notify asked) */
+    TIDE_EMAKE = -24,        /* the factory failed without a code of its own */
+    TIDE_EMAKETIMEDOUT = -25, /* the factory did not answer in make_timeout */
+    TIDE_EWOULDBLOCK = -26,  /* try_acquire: nothing idle to hand out now */
+    TIDE_EBUSY = -27,        /* release/discard of a resource not lent */
+};
+
+struct tide_evpool;
+struct tide_acquire; /* a pending acquire, cancellable */
+struct tide_make;    /* one make in progress, answered by the factory */
+struct tide_check;   /* one health check in progress */
+
+/* ---- the factory ------------------------------------------------------ */
+
+/* How the pool opens, closes and checks resources. make and destroy are
+ * required; the rest are optional (NULL). Every callback gets `arg` last.
+ * None of them may call tide_evpool_free; each may call the answer function
+ * it is given a token for, at once or later from the loop. */
+struct tide_factory {
+    /* Begins opening one resource. Answer exactly once, now or later, with
+     * tide_evpool_made(token, resource) or tide_evpool_unmade(token, code,
+     * message), also after a cancel. The pool enforces make_timeout itself. */
+    void (*make)(struct tide_evpool *pool, struct tide_make *token, void *arg);
+    /* Closes one. Called exactly once for every resource ever made, never
+     * for one still lent out (it comes back first), and may not block. */
+    void (*destroy)(void *resource, void *arg);
+    /* Optional: the pool has given up on this make (timeout, close, free).
+     * Stop early if you can; you must still answer the token. */
+    void (*cancel)(struct tide_make *token, void *arg);
+    /* Optional: a quick synchronous check before lending (false: destroyed,
+     * and the caller is served with another). */
+    bool (*alive)(void *resource, void *arg);
+    /* Optional: a check on release (false: destroyed instead of kept). */
+    bool (*reusable)(void *resource, void *arg);
+    /* Optional: an asynchronous health check of an idle resource (a PING).
+     * Answer once with tide_evpool_checked(token, ok); while it runs the
+     * resource counts as live and is not lent. */
+    void (*check)(struct tide_evpool *pool, struct tide_check *token,
+                  void *resource, void *arg);
+    /* Optional: watch an idle resource for a peer close. Called with
+     * idle = true when it goes idle and idle = false before it is lent,
+     * checked or destroyed. Report a loss with tide_evpool_lost. */
+    void (*watch)(struct tide_evpool *pool, void *resource, bool idle,
+                  void *arg);
+    void *arg; /* borrowed; passed to every callback */
+};
+
+/* ---- options ---------------------------------------------------------- */
+
+/* A loan older than leak_after; called once per loan, from the loop. */
+typedef void (*tide_leak_cb)(struct tide_evpool *pool, void *resource,
+                             int64_t held, void *arg);
+
+/* Zero fields take the preset; spans are ns; TIDE_FOREVER turns a timer
+ * off and TIDE_UNLIMITED lifts a bound. */
+struct tide_evpool_options {
+    struct tide_limits limits; /* the core's limits (presets: see core.h) */
+    struct tide_ward ward;     /* guards; pointers borrowed during new */
+    int64_t min;               /* made at start and kept; preset 0 */
+    int64_t make_timeout;      /* preset 10 s */
+    int64_t acquire_timeout;   /* for acquire(timeout = 0); preset 30 s;
+                                  must be finite */
+    int64_t health_interval;   /* checks of idle resources (factory check);
+                                  preset 30 s */
+    int64_t evict_interval;    /* eviction of idle past keep/life; preset
+                                  1 s */
+    int64_t queue_max;         /* waiters at most; preset 4096 */
+    int64_t leak_after;        /* report loans older; preset TIDE_FOREVER */
+    int64_t retire_after;      /* destroy after this many loans; preset
+                                  TIDE_UNLIMITED */
+    int64_t lag_interval;      /* loop-lag probe period for the shedder;
+                                  preset 100 ms */
+    uint64_t seed;             /* random source; 0: seeded from the clock */
+    tide_leak_cb on_leak;      /* optional */
+    void *leak_arg;
+};
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+/* Creates a pool on `base` (borrowed; must outlive the pool). The factory
+ * table is copied; factory->arg is borrowed. Starts making `min` resources.
+ * Returns 0; TIDE_EINVAL (NULL base/factory/out, make or destroy missing,
+ * min > size, an infinite acquire_timeout, a negative span); the core's
+ * TIDE_ELIMITS/EBREAKER/EBUCKET/EBACKOFF/ESHEDDER; TIDE_ENOMEM. */
+TIDE_API TIDE_MUST_USE int tide_evpool_new(struct event_base *base,
+                                           const struct tide_factory *factory,
+                                           const struct tide_evpool_options *o,
+                                           struct tide_evpool **out);
+
+/* Called once when a close has finished: every resource destroyed, nothing
+ * pending. May free the pool. */
+typedef void (*tide_closed_cb)(struct tide_evpool *pool, void *arg);
+
+/* Shuts the pool: fails every waiter with TIDE_ECLOSED, destroys idle
+ * resources, cancels makes, destroys lent ones as they come back, and calls
+ * done (from the loop) when the last is destroyed. Afterwards the pool holds
+ * no pending event, so the loop can exit. 0, or TIDE_ECLOSED when already
+ * closing (nothing changes; the first done still comes). */
+TIDE_API int tide_evpool_close(struct tide_evpool *p, tide_closed_cb done,
+                               void *arg);
+
+/* Frees the pool. Waiters are dropped without callbacks; every resource the
+ * pool made is destroyed, lent ones included (do not use them after).
+ * Safe from inside any pool callback (it completes when that returns). */
+TIDE_API void tide_evpool_free(struct tide_evpool *p);
+
+/* ---- acquire and release ---------------------------------------------- */
+
+/* Why an acquire failed, beyond its code; valid during the callback only. */
+struct tide_why {
+    enum tide_guard guard; /* TIDE_EUNAVAILABLE: who refused */
+    int64_t retry_after;   /* ns until a retry may succeed; 0 if unknown */
+    int make_error;        /* the last make's code, 0 if none failed */
+    const char *message;   /* for a person: the factory's message, or the
+                              code's sentence; never NULL */
+};
+
+/* The answer to an acquire: status 0 with a resource now lent to the caller
+ * (give it back with release or discard), or an error with resource NULL.
+ * Runs from the loop, never inside acquire(), exactly once per acquire
+ * unless cancelled first. May call any pool function, free included. */
+typedef void (*tide_acquire_cb)(struct tide_evpool *pool, int status,
+                                void *resource, const struct tide_why *why,
+                                void *arg);
+
+/* Queues an acquire. timeout 0 means the pool's acquire_timeout. Returns 0
+ * and, when `handle` is not NULL, a handle valid until the callback starts or
+ * cancel returns. Fails at once, with no callback, with TIDE_EINVAL,
+ * TIDE_ECLOSED or TIDE_EQUEUEFULL. */
+TIDE_API int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
+                                 tide_acquire_cb cb, void *arg,
+                                 struct tide_acquire **handle);
+
+/* Cancels a pending acquire. After it returns the callback never runs,
+ * unless notify: then it runs once, from the loop, with TIDE_ECANCELLED. A
+ * resource already set aside for it passes to the next waiter. */
+TIDE_API void tide_evpool_cancel(struct tide_acquire *h, bool notify);
+
+/* The synchronous path: an idle resource at once, when one is free and no
+ * one is queued. 0 with *resource, or TIDE_EWOULDBLOCK (none idle, or
+ * callers queued: never a barge past them), TIDE_EUNAVAILABLE, TIDE_ECLOSED.
+ * It never makes: use acquire for that. */
+TIDE_API int tide_evpool_try_acquire(struct tide_evpool *p, void **resource);
+
+/* Gives a lent resource back; it goes to the oldest waiter, else idle, else
+ * (idle full, retired, not reusable) it is destroyed. 0, or TIDE_EBUSY /
+ * TIDE_EUNKNOWN when it is not a resource lent by this pool. */
+TIDE_API int tide_evpool_release(struct tide_evpool *p, void *resource);
+
+/* Gives back a broken one: destroyed, and its place wakes a waiter. It also
+ * counts as a failure for the breaker. 0, TIDE_EBUSY or TIDE_EUNKNOWN. */
+TIDE_API int tide_evpool_discard(struct tide_evpool *p, void *resource);
+
+/* ---- answers from the factory ----------------------------------------- */
+
+/* A make succeeded: the pool takes ownership of resource (a make that
+ * already timed out or was cancelled destroys it at once). */
+TIDE_API void tide_evpool_made(struct tide_make *token, void *resource);
+/* A make failed: code (negative; anything else becomes TIDE_EMAKE) and a
+ * message for a person (copied; may be NULL) are handed unchanged to the
+ * waiter that needed it. */
+TIDE_API void tide_evpool_unmade(struct tide_make *token, int code,
+                                 const char *message);
+/* The pool the make belongs to; NULL once the pool is gone. */
+TIDE_API struct tide_evpool *tide_make_pool(const struct tide_make *token);
+/* A health check finished. A failed one destroys the resource, tells the
+ * breaker and makes a replacement when below min. */
+TIDE_API void tide_evpool_checked(struct tide_check *token, bool ok);
+/* An idle resource died (peer closed): dropped and destroyed at once; its
+ * place wakes a waiter. 0, or TIDE_ENOTIDLE / TIDE_EUNKNOWN. */
+TIDE_API int tide_evpool_lost(struct tide_evpool *p, void *resource);
+
+/* ---- breaker, stats ----------------------------------------------------- */
+
+/* The core pool's breaker (NULL without one): read its state, activate,
+ * deactivate, install a strategy. Borrowed; lives as long as the pool. */
+TIDE_API struct tide_breaker *tide_evpool_breaker(struct tide_evpool *p);
+
+struct tide_evpool_stats {
+    int64_t live;    /* idle + lent + making + in checks */
+    int64_t idle;
+    int64_t lent;
+    int64_t making;
+    int64_t checking;
+    int64_t waiting;
+    enum tide_breaker_state breaker; /* ACTIVE when there is none */
+    double refusal;  /* the breaker's refused share now */
+    uint64_t made;
+    uint64_t destroyed;
+    uint64_t make_failures;
+    uint64_t timeouts;  /* acquires that timed out */
+    uint64_t shed;      /* acquires refused at once */
+    uint64_t stale;     /* destroyed as past keep/life when lent */
+    uint64_t evicted;   /* destroyed by the eviction timer */
+    uint64_t health_failures;
+    uint64_t leaks;
+    uint64_t lost;      /* idle resources found dead */
+    /* acquire-wait distribution (ns), from acquire to callback, served
+     * acquires only; 0 before the first */
+    int64_t wait_p50;
+    int64_t wait_p90;
+    int64_t wait_p99;
+    int64_t wait_max;
+};
+
+TIDE_API void tide_evpool_stats(struct tide_evpool *p,
+                                struct tide_evpool_stats *out);
+
+/* The last make failure's message, into buf (always NUL-terminated when
+ * len > 0). Returns its code, 0 when no make has failed. */
+TIDE_API int tide_evpool_last_error(const struct tide_evpool *p, char *buf,
+                                    size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIDEPOOL_EVLOOP_H */
