@@ -115,8 +115,8 @@ TIDE_API int tide_limits_check(const struct tide_limits *limits);
  *   FULL          uniform over [0, c]. Spreads clients furthest.
  *   EQUAL         c/2 + uniform over [0, c/2]. Keeps a floor under the wait.
  *   DECORRELATED  uniform over [base, max(previous, base) x 3], capped at
- *                 cap: grows
- *                 from where it last landed rather than from the retry.
+ *                 cap: grows from where it last landed rather than from
+ *                 the retry.
  *   SPREAD        uniform over [c(1 - f), c(1 + f)], f held to [0, 1]; so
  *                 the wait can pass the cap by f. gRPC's randomisation. */
 enum tide_jitter {
