@@ -1,4 +1,6 @@
-/* The one error table of every tidepool layer: code, name and sentence. */
+/* The one error table of every tidepool layer: code, name and sentence.
+ * The codes of the upper layers are spelled out here as numbers so the core
+ * includes none of their headers; their headers hold the names. */
 #include <tidepool/core.h>
 
 struct error_entry {
@@ -23,6 +25,15 @@ static const struct error_entry errors[] = {
     {TIDE_ECLOSED, "TIDE_ECLOSED", "the pool is closed"},
     {TIDE_EGATE, "TIDE_EGATE", "gate left more often than it was entered"},
     {TIDE_ENOTIDLE, "TIDE_ENOTIDLE", "the resource is not idle in this pool (lent, held or being made)"},
+    /* evloop */
+    {-20, "TIDE_ETIMEDOUT", "timed out waiting for a resource"},
+    {-21, "TIDE_EUNAVAILABLE", "refused at once: the breaker is open or the host is shedding load"},
+    {-22, "TIDE_EQUEUEFULL", "too many callers waiting: the waiter queue is at its bound"},
+    {-23, "TIDE_ECANCELLED", "the acquire was cancelled"},
+    {-24, "TIDE_EMAKE", "the factory failed to make a resource"},
+    {-25, "TIDE_EMAKETIMEDOUT", "the factory did not make a resource within the make timeout"},
+    {-26, "TIDE_EWOULDBLOCK", "nothing idle to hand out now (or callers are queued): acquire instead"},
+    {-27, "TIDE_EBUSY", "the resource is not lent out by this pool"},
 };
 
 static const struct error_entry *find(int code)

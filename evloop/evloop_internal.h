@@ -1,0 +1,267 @@
+/* Internals of the evloop adapter shared between its files.
+ *
+ * Who does what:
+ *   evpool.c   creation, options, close, free, stats
+ *   conns.c    the record of every resource the pool made, found by pointer
+ *   serve.c    the pump: hands resources (idle or made) to waiters in order
+ *   waiters.c  acquire, cancel, timeouts, delivery of answers
+ *   loans.c    try_acquire, release, discard, lost, destroy
+ *   makes.c    make tokens: factory calls, make timeouts, answers
+ *   upkeep.c   timers armed only while there is work: eviction and the
+ *              minimum, health checks, leak reports, loop-lag probes
+ *   waits.c    the acquire-wait distribution
+ *
+ * Re-entrancy: user callbacks (acquire answers, leak reports, close done)
+ * run only from the pool's own event callbacks, inside enter()/leave(), so
+ * tide_evpool_free from inside one is deferred until the outermost returns.
+ * Factory answers (made, unmade, checked, lost) only change state and
+ * schedule the pump; they never call a user callback themselves. */
+#ifndef TIDEPOOL_EVLOOP_INTERNAL_H
+#define TIDEPOOL_EVLOOP_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <tidepool/evloop.h>
+
+#include "itemmap.h"
+
+/* ---- resources ---- */
+
+enum conn_state {
+    CONN_FREE = 0,
+    CONN_IDLE,
+    CONN_LENT,     /* lent to a caller, or set aside for a waiter */
+    CONN_CHECKING, /* in a health check */
+};
+
+struct conn {
+    void *resource; /* first: the item map reads it as the key */
+    int64_t lent_at;
+    uint32_t loans;
+    uint32_t next_free;
+    uint8_t state;
+    bool leak_reported;
+};
+
+#define CONN_NONE TIDE__ITEMMAP_NONE
+
+/* ---- waiters ---- */
+
+enum waiter_state {
+    WAITER_QUEUED = 0, /* in the FIFO, no answer yet */
+    WAITER_READY,      /* answered, waiting to be delivered */
+};
+
+struct tide_acquire {
+    struct tide_evpool *pool;
+    struct tide_acquire *prev;
+    struct tide_acquire *next;
+    struct event timer; /* the acquire timeout */
+    tide_acquire_cb cb;
+    void *arg;
+    int64_t start;
+    enum waiter_state state;
+    bool timer_armed;
+    /* the answer, once READY */
+    int status;
+    void *resource;
+    struct tide_why why;
+    char *message; /* owned copy behind why.message, or NULL */
+};
+
+struct waiter_list {
+    struct tide_acquire *head;
+    struct tide_acquire *tail;
+    int64_t count;
+};
+
+/* ---- makes and checks ---- */
+
+struct tide_make {
+    struct tide_evpool *pool; /* NULL once the pool is gone */
+    struct tide_make *prev;
+    struct tide_make *next;
+    struct event timer; /* make timeout */
+    bool for_waiter;   /* made for a queued caller (else for the minimum) */
+    bool abandoned;    /* timed out or cancelled: the core has forgotten it */
+    /* kept to close a late success after the pool is gone */
+    void (*destroy)(void *resource, void *arg);
+    void *destroy_arg;
+};
+
+struct tide_check {
+    struct tide_evpool *pool; /* NULL once the pool is gone */
+    struct tide_check *prev;
+    struct tide_check *next;
+    void *resource;
+    void (*destroy)(void *resource, void *arg);
+    void *destroy_arg;
+};
+
+/* ---- wait distribution ---- */
+
+#define WAITS_BUCKETS (64 * 8)
+
+struct waits {
+    uint64_t count;
+    int64_t max;
+    uint64_t buckets[WAITS_BUCKETS];
+};
+
+void tide__waits_add(struct waits *w, int64_t ns);
+/* The smallest bucket bound below which a share q of the waits fall. */
+int64_t tide__waits_quantile(const struct waits *w, double q);
+
+/* ---- the pool ---- */
+
+struct counters {
+    uint64_t made;
+    uint64_t destroyed;
+    uint64_t make_failures;
+    uint64_t timeouts;
+    uint64_t shed;
+    uint64_t stale;
+    uint64_t evicted;
+    uint64_t health_failures;
+    uint64_t leaks;
+    uint64_t lost;
+};
+
+/* A timer that is armed only while there is work for it. */
+struct upkeep_timer {
+    struct event ev;
+    bool armed;
+    int64_t period;
+    int64_t due; /* lag probe: when it should have fired */
+};
+
+#define COMMON_TIMEOUTS 8
+
+struct tide_evpool {
+    struct event_base *base;
+    struct tide_factory factory;
+    struct tide_pool *core;
+    struct tide_breaker *breaker; /* the core's, or NULL */
+    bool shedding;                /* the ward has a shedder */
+
+    int64_t min;
+    int64_t make_timeout;
+    int64_t acquire_timeout;
+    int64_t queue_max;
+    int64_t leak_after;
+    int64_t retire_after;
+    tide_leak_cb on_leak;
+    void *leak_arg;
+
+    /* resources */
+    struct conn *conns;
+    uint32_t conn_capacity;
+    uint32_t conn_free;
+    struct tide__itemmap map;
+    int64_t lent;
+    int64_t checking;
+
+    /* callers */
+    struct waiter_list queued;
+    struct waiter_list ready;
+    /* common timeouts: the same acquire timeout for many waiters costs
+     * O(1) each */
+    struct {
+        int64_t span;
+        const struct timeval *tv;
+    } common[COMMON_TIMEOUTS];
+    int n_common;
+
+    /* makes and checks in progress */
+    struct tide_make *makes;
+    struct tide_check *checks;
+    int64_t makes_for_waiters;
+    int64_t makes_pending; /* answered by neither the factory nor a timeout */
+    int64_t topup_after;   /* no top-up make before this (after a failure) */
+
+    /* events */
+    struct event pump;
+    struct event retry; /* after LATER */
+    bool retry_armed;
+    struct upkeep_timer evict;
+    struct upkeep_timer health;
+    struct upkeep_timer leak;
+    struct upkeep_timer lag;
+    struct event closed_ev;
+
+    uint64_t rng;
+    int64_t now; /* read once per entry from the loop */
+
+    bool closing;
+    bool close_done;
+    tide_closed_cb on_closed;
+    void *closed_arg;
+    int depth;
+    bool free_pending;
+
+    struct counters counters;
+    struct waits waits;
+    int last_error;
+    char *last_message;
+};
+
+/* evpool.c */
+int64_t tide__evpool_clock(struct tide_evpool *p);
+double tide__evpool_roll(struct tide_evpool *p);
+void tide__evpool_enter(struct tide_evpool *p);
+/* Returns false when the pool was freed on the way out. */
+bool tide__evpool_leave(struct tide_evpool *p);
+void tide__evpool_check_closed(struct tide_evpool *p);
+void tide__timeval(int64_t ns, struct timeval *tv);
+
+/* conns.c */
+int tide__conns_init(struct tide_evpool *p, uint32_t capacity);
+void tide__conns_dispose(struct tide_evpool *p);
+uint32_t tide__conn_find(const struct tide_evpool *p, const void *resource);
+/* A record for a new resource; CONN_NONE when out of memory. */
+uint32_t tide__conn_add(struct tide_evpool *p, void *resource);
+void tide__conn_remove(struct tide_evpool *p, uint32_t i);
+
+/* loans.c */
+/* Hands conn i (lent in the core) to a caller: counts the loan. */
+void tide__loan_start(struct tide_evpool *p, uint32_t i);
+/* Takes conn i off the books in the core, then destroys its resource. */
+void tide__conn_destroy(struct tide_evpool *p, uint32_t i);
+/* Destroys a resource that has no record (a late or orphan make). */
+void tide__resource_destroy(struct tide_evpool *p, void *resource);
+/* A lent conn comes back to the core: idle (watched) or destroyed. */
+void tide__conn_give(struct tide_evpool *p, uint32_t i);
+void tide__report_failure(struct tide_evpool *p);
+
+/* serve.c */
+void tide__serve_schedule(struct tide_evpool *p);
+void tide__serve(struct tide_evpool *p);
+/* A made resource (lent in the core) goes to the oldest waiter, or idle. */
+void tide__serve_made(struct tide_evpool *p, uint32_t i);
+
+/* waiters.c */
+void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
+                         int status, void *resource, enum tide_guard guard,
+                         int64_t retry_after, const char *message);
+void tide__waiters_deliver(struct tide_evpool *p);
+void tide__waiters_fail_all(struct tide_evpool *p, int status);
+void tide__waiters_free_all(struct tide_evpool *p);
+
+/* makes.c */
+void tide__make_start(struct tide_evpool *p, bool for_waiter);
+void tide__makes_cancel_all(struct tide_evpool *p);
+void tide__makes_orphan_all(struct tide_evpool *p);
+void tide__checks_orphan_all(struct tide_evpool *p);
+
+/* upkeep.c */
+void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
+                       int64_t health_interval, int64_t lag_interval);
+/* Arms each timer that has work and is not armed; cheap when all are. */
+void tide__upkeep_arm(struct tide_evpool *p);
+void tide__upkeep_stop(struct tide_evpool *p);
+void tide__topup(struct tide_evpool *p);
+
+/* health.c */
+void tide__health_round(struct tide_evpool *p);
+
+#endif

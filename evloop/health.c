@@ -1,0 +1,85 @@
+/* Health checks of idle resources. Each round takes every idle resource
+ * aside (the core's hold: it counts as live, is not lent, and keeps its rest
+ * time) and asks the factory's check; a failed one is destroyed, reported
+ * to the breaker, and replaced when below the minimum. */
+#include <stdlib.h>
+
+#include "evloop_internal.h"
+
+static void check_unlink(struct tide_evpool *p, struct tide_check *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        p->checks = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    t->prev = t->next = NULL;
+}
+
+static void start_check(struct tide_evpool *p, uint32_t i)
+{
+    struct conn *c = &p->conns[i];
+    struct tide_check *t = calloc(1, sizeof *t);
+    if (!t || tide_pool_hold(p->core, c->resource) != 0) {
+        free(t);
+        return;
+    }
+    if (p->factory.watch)
+        p->factory.watch(p, c->resource, false, p->factory.arg);
+    c->state = CONN_CHECKING;
+    p->checking++;
+    t->pool = p;
+    t->resource = c->resource;
+    t->destroy = p->factory.destroy;
+    t->destroy_arg = p->factory.arg;
+    t->next = p->checks;
+    if (p->checks)
+        p->checks->prev = t;
+    p->checks = t;
+    /* may answer at once: t is not touched after */
+    p->factory.check(p, t, c->resource, p->factory.arg);
+}
+
+void tide__health_round(struct tide_evpool *p)
+{
+    /* By index: a check answered at once can destroy a record, never move
+     * the array (nothing is added synchronously). */
+    for (uint32_t i = 0; i < p->conn_capacity && !p->closing; i++)
+        if (p->conns[i].state == CONN_IDLE)
+            start_check(p, i);
+}
+
+void tide_evpool_checked(struct tide_check *t, bool ok)
+{
+    struct tide_evpool *p = t->pool;
+    if (!p) { /* the pool is gone: the resource was left to us */
+        t->destroy(t->resource, t->destroy_arg);
+        free(t);
+        return;
+    }
+    check_unlink(p, t);
+    uint32_t i = tide__conn_find(p, t->resource);
+    free(t);
+    tide__evpool_clock(p);
+    if (ok && !p->closing) {
+        p->checking--;
+        tide__conn_give(p, i);
+        return;
+    }
+    if (!ok) {
+        p->counters.health_failures++;
+        tide__report_failure(p);
+    }
+    tide__conn_destroy(p, i);
+}
+
+void tide__checks_orphan_all(struct tide_evpool *p)
+{
+    while (p->checks) {
+        struct tide_check *t = p->checks;
+        check_unlink(p, t);
+        tide__conn_remove(p, tide__conn_find(p, t->resource));
+        t->pool = NULL;
+    }
+}

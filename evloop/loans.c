@@ -1,0 +1,173 @@
+/* Loans: a resource going out (try_acquire, and the pump through
+ * loan_start), coming back (release, discard), dying while idle (lost), and
+ * every destroy. */
+#include "evloop_internal.h"
+
+void tide__loan_start(struct tide_evpool *p, uint32_t i)
+{
+    struct conn *c = &p->conns[i];
+    c->state = CONN_LENT;
+    c->lent_at = p->now;
+    c->loans++;
+    c->leak_reported = false;
+    p->lent++;
+}
+
+void tide__report_failure(struct tide_evpool *p)
+{
+    if (p->breaker)
+        tide_breaker_failure(p->breaker, p->now);
+}
+
+void tide__resource_destroy(struct tide_evpool *p, void *resource)
+{
+    p->counters.destroyed++;
+    p->factory.destroy(resource, p->factory.arg);
+}
+
+/* Stops watching an idle resource before it leaves the idle state. */
+static void unwatch(struct tide_evpool *p, struct conn *c)
+{
+    if (c->state == CONN_IDLE && p->factory.watch)
+        p->factory.watch(p, c->resource, false, p->factory.arg);
+}
+
+void tide__conn_destroy(struct tide_evpool *p, uint32_t i)
+{
+    struct conn *c = &p->conns[i];
+    void *resource = c->resource;
+    unwatch(p, c);
+    if (c->state == CONN_LENT)
+        p->lent--;
+    else if (c->state == CONN_CHECKING)
+        p->checking--;
+    (void)tide_pool_drop(p->core, resource, p->now);
+    tide__conn_remove(p, i);
+    tide__resource_destroy(p, resource);
+    /* its place may serve a waiter, or the minimum wants a replacement */
+    tide__serve_schedule(p);
+    tide__evpool_check_closed(p);
+}
+
+void tide__conn_give(struct tide_evpool *p, uint32_t i)
+{
+    struct conn *c = &p->conns[i];
+    if (tide_pool_give(p->core, c->resource, p->now) == 1) {
+        c->state = CONN_IDLE;
+        if (p->factory.watch)
+            p->factory.watch(p, c->resource, true, p->factory.arg);
+        tide__upkeep_arm(p);
+        if (p->queued.count > 0)
+            tide__serve_schedule(p);
+        return;
+    }
+    /* not kept (idle full, or closing): close it */
+    void *resource = c->resource;
+    tide__conn_remove(p, i);
+    tide__resource_destroy(p, resource);
+    tide__serve_schedule(p);
+    tide__evpool_check_closed(p);
+}
+
+/* Finds a resource lent out by this pool: its record, or an error. */
+static int find_lent(struct tide_evpool *p, void *resource, uint32_t *at)
+{
+    uint32_t i = tide__conn_find(p, resource);
+    if (i == CONN_NONE)
+        return resource ? TIDE_EUNKNOWN : TIDE_EINVAL;
+    if (p->conns[i].state != CONN_LENT)
+        return TIDE_EBUSY;
+    *at = i;
+    return 0;
+}
+
+int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
+{
+    if (!resource)
+        return TIDE_EINVAL;
+    *resource = NULL;
+    if (p->closing)
+        return TIDE_ECLOSED;
+    if (p->queued.count > 0) /* never a barge past queued callers */
+        return TIDE_EWOULDBLOCK;
+    int64_t now = tide__evpool_clock(p);
+    while (tide_pool_idle(p->core) > 0) {
+        struct tide_taken t = tide_pool_take(p->core, now, tide__evpool_roll(p));
+        if (t.answer == TIDE_SHED) {
+            p->counters.shed++;
+            return TIDE_EUNAVAILABLE;
+        }
+        uint32_t i = tide__conn_find(p, t.item);
+        struct conn *c = &p->conns[i];
+        unwatch(p, c);
+        c->state = CONN_LENT;
+        if (t.answer == TIDE_STALE) {
+            p->counters.stale++;
+            tide__conn_remove(p, i);
+            tide__resource_destroy(p, t.item);
+            continue;
+        }
+        p->lent++; /* counted as lent so destroy below keeps counts */
+        if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
+            p->counters.health_failures++;
+            tide__report_failure(p);
+            tide__conn_destroy(p, i);
+            continue;
+        }
+        p->lent--;
+        tide__loan_start(p, i);
+        *resource = t.item;
+        return 0;
+    }
+    return TIDE_EWOULDBLOCK;
+}
+
+int tide_evpool_release(struct tide_evpool *p, void *resource)
+{
+    uint32_t i;
+    int rc = find_lent(p, resource, &i);
+    if (rc)
+        return rc;
+    tide__evpool_clock(p);
+    struct conn *c = &p->conns[i];
+    bool retire = p->retire_after != TIDE_UNLIMITED &&
+                  (int64_t)c->loans >= p->retire_after;
+    bool broken = !retire && !p->closing && p->factory.reusable &&
+                  !p->factory.reusable(resource, p->factory.arg);
+    if (broken) {
+        p->counters.health_failures++;
+        tide__report_failure(p);
+    }
+    if (retire || broken) {
+        tide__conn_destroy(p, i);
+        return 0;
+    }
+    p->lent--;
+    tide__conn_give(p, i);
+    return 0;
+}
+
+int tide_evpool_discard(struct tide_evpool *p, void *resource)
+{
+    uint32_t i;
+    int rc = find_lent(p, resource, &i);
+    if (rc)
+        return rc;
+    tide__evpool_clock(p);
+    tide__report_failure(p);
+    tide__conn_destroy(p, i);
+    return 0;
+}
+
+int tide_evpool_lost(struct tide_evpool *p, void *resource)
+{
+    uint32_t i = tide__conn_find(p, resource);
+    if (i == CONN_NONE)
+        return resource ? TIDE_EUNKNOWN : TIDE_EINVAL;
+    if (p->conns[i].state != CONN_IDLE)
+        return TIDE_ENOTIDLE;
+    tide__evpool_clock(p);
+    p->counters.lost++;
+    tide__conn_destroy(p, i);
+    return 0;
+}

@@ -1,0 +1,203 @@
+/* Makes: the factory is asked for one resource per token; the pool enforces
+ * the make timeout itself. A token is answered exactly once by the factory
+ * (made or unmade), even after the pool gave up on it (timeout, close) or
+ * is gone (free): then a late success is destroyed, never leaked or counted
+ * twice. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "evloop_internal.h"
+
+static void token_link(struct tide_evpool *p, struct tide_make *t)
+{
+    t->prev = NULL;
+    t->next = p->makes;
+    if (p->makes)
+        p->makes->prev = t;
+    p->makes = t;
+}
+
+static void token_unlink(struct tide_evpool *p, struct tide_make *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        p->makes = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    t->prev = t->next = NULL;
+}
+
+static void remember_error(struct tide_evpool *p, int code, const char *message)
+{
+    p->last_error = code;
+    free(p->last_message);
+    p->last_message = NULL;
+    const char *m = message ? message : tide_strerror(code);
+    size_t n = strlen(m) + 1;
+    p->last_message = malloc(n);
+    if (p->last_message)
+        memcpy(p->last_message, m, n);
+}
+
+/* The core forgets the reservation as a failure; a waiter that needed it
+ * gets the error, exactly once. */
+static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
+                        const char *message)
+{
+    p->makes_pending--;
+    (void)tide_pool_unmade(p->core, p->now, tide__evpool_roll(p));
+    p->counters.make_failures++;
+    remember_error(p, code, message);
+    if (for_waiter) {
+        p->makes_for_waiters--;
+        if (p->queued.count > 0)
+            tide__waiter_answer(p, p->queued.head, code, NULL,
+                                TIDE_GUARD_NONE, 0, p->last_message);
+    } else {
+        /* a failed top-up waits a round before it tries again */
+        p->topup_after = p->now + p->evict.period;
+    }
+    tide__serve_schedule(p);
+    tide__evpool_check_closed(p);
+}
+
+static void on_make_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_make *t = arg;
+    struct tide_evpool *p = t->pool;
+    tide__evpool_enter(p);
+    t->abandoned = true;
+    make_failed(p, t->for_waiter, TIDE_EMAKETIMEDOUT, NULL);
+    if (p->factory.cancel)
+        p->factory.cancel(t, p->factory.arg); /* may answer (and free) t */
+    tide__evpool_leave(p);
+}
+
+void tide__make_start(struct tide_evpool *p, bool for_waiter)
+{
+    struct tide_make *t = calloc(1, sizeof *t);
+    if (!t) {
+        (void)tide_pool_unmade(p->core, p->now, tide__evpool_roll(p));
+        if (for_waiter && p->queued.count > 0)
+            tide__waiter_answer(p, p->queued.head, TIDE_ENOMEM, NULL,
+                                TIDE_GUARD_NONE, 0, NULL);
+        return;
+    }
+    t->pool = p;
+    t->for_waiter = for_waiter;
+    t->destroy = p->factory.destroy;
+    t->destroy_arg = p->factory.arg;
+    token_link(p, t);
+    p->makes_pending++;
+    if (for_waiter)
+        p->makes_for_waiters++;
+    event_assign(&t->timer, p->base, -1, 0, on_make_timeout, t);
+    if (p->make_timeout != TIDE_FOREVER) {
+        struct timeval tv;
+        tide__timeval(p->make_timeout, &tv);
+        event_add(&t->timer, &tv);
+    }
+    /* The factory may answer inside this call; t must not be touched after
+     * it returns. */
+    p->factory.make(p, t, p->factory.arg);
+}
+
+/* Ends a token's life once the factory answered. Returns the pool it still
+ * counts for, or NULL when the pool had given up on it (or is gone). */
+static struct tide_evpool *token_done(struct tide_make *t)
+{
+    struct tide_evpool *p = t->pool;
+    if (p) {
+        event_del(&t->timer);
+        token_unlink(p, t);
+    }
+    return p && !t->abandoned ? p : NULL;
+}
+
+void tide_evpool_made(struct tide_make *t, void *resource)
+{
+    struct tide_evpool *owner = t->pool;
+    struct tide_evpool *p = token_done(t);
+    bool for_waiter = t->for_waiter;
+    void (*destroy)(void *, void *) = t->destroy;
+    void *destroy_arg = t->destroy_arg;
+    free(t);
+    if (!p) {
+        /* late (timed out, cancelled) or orphaned: close it, count it */
+        if (resource && owner) {
+            owner->counters.made++;
+            tide__resource_destroy(owner, resource);
+        } else if (resource) {
+            destroy(resource, destroy_arg);
+        }
+        return;
+    }
+    tide__evpool_clock(p);
+    if (!resource) {
+        make_failed(p, for_waiter, TIDE_EMAKE,
+                    "the factory answered a make with a NULL resource");
+        return;
+    }
+    if (tide__conn_find(p, resource) != CONN_NONE) {
+        /* already in the pool: refuse it, and do not close a pooled one */
+        make_failed(p, for_waiter, TIDE_EMAKE,
+                    "the factory answered a make with a resource the pool "
+                    "already holds");
+        return;
+    }
+    uint32_t i = tide__conn_add(p, resource);
+    if (i == CONN_NONE) {
+        make_failed(p, for_waiter, TIDE_ENOMEM, NULL);
+        p->counters.made++;
+        tide__resource_destroy(p, resource);
+        return;
+    }
+    p->makes_pending--;
+    if (for_waiter)
+        p->makes_for_waiters--;
+    (void)tide_pool_made(p->core, resource, p->now); /* a reservation is open */
+    p->counters.made++;
+    tide__serve_made(p, i);
+    tide__evpool_check_closed(p);
+}
+
+void tide_evpool_unmade(struct tide_make *t, int code, const char *message)
+{
+    struct tide_evpool *p = token_done(t);
+    if (p) {
+        tide__evpool_clock(p);
+        make_failed(p, t->for_waiter, code < 0 ? code : TIDE_EMAKE, message);
+    }
+    free(t);
+}
+
+struct tide_evpool *tide_make_pool(const struct tide_make *t)
+{
+    return t->pool;
+}
+
+void tide__makes_cancel_all(struct tide_evpool *p)
+{
+    if (!p->factory.cancel)
+        return;
+    /* cancel may answer (and free) the token: walk from a saved next */
+    for (struct tide_make *t = p->makes, *next; t; t = next) {
+        next = t->next;
+        p->factory.cancel(t, p->factory.arg);
+    }
+}
+
+void tide__makes_orphan_all(struct tide_evpool *p)
+{
+    while (p->makes) {
+        struct tide_make *t = p->makes;
+        event_del(&t->timer);
+        token_unlink(p, t);
+        t->pool = NULL;
+        if (p->factory.cancel)
+            p->factory.cancel(t, p->factory.arg); /* may free t */
+    }
+}

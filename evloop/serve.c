@@ -1,0 +1,113 @@
+/* The pump: hands resources to waiters strictly in order.
+ *
+ * It runs from the loop (an event made active by whoever freed a place), so
+ * a caller's callback never runs inside acquire() or release(). Each pass
+ * asks the core, for the oldest waiter, what to do: lend an idle resource,
+ * start a make, wait, retry later, or refuse. Only as many makes run for
+ * waiters as there are waiters without one, so a waiter that leaves passes
+ * its make on to the next instead of holding a place back. */
+#include "evloop_internal.h"
+
+void tide__serve_schedule(struct tide_evpool *p)
+{
+    event_active(&p->pump, EV_TIMEOUT, 0);
+}
+
+static void arm_retry(struct tide_evpool *p, int64_t span)
+{
+    if (p->retry_armed)
+        return;
+    struct timeval tv;
+    tide__timeval(span, &tv);
+    event_add(&p->retry, &tv);
+    p->retry_armed = true;
+}
+
+/* The oldest waiter gets conn i, lent in the core. */
+static void hand_over(struct tide_evpool *p, uint32_t i)
+{
+    tide__loan_start(p, i);
+    tide__waiter_answer(p, p->queued.head, 0, p->conns[i].resource,
+                        TIDE_GUARD_NONE, 0, NULL);
+}
+
+void tide__serve_made(struct tide_evpool *p, uint32_t i)
+{
+    if (p->queued.count > 0 && !p->closing) {
+        hand_over(p, i);
+        tide__serve_schedule(p);
+        return;
+    }
+    tide__conn_give(p, i);
+}
+
+/* Lends an idle resource taken from the core to the oldest waiter, unless
+ * the validator says it is dead. */
+static void lend_idle(struct tide_evpool *p, struct tide_taken t)
+{
+    uint32_t i = tide__conn_find(p, t.item);
+    struct conn *c = &p->conns[i];
+    if (p->factory.watch)
+        p->factory.watch(p, c->resource, false, p->factory.arg);
+    if (t.answer == TIDE_STALE) {
+        p->counters.stale++;
+        tide__conn_remove(p, i);
+        tide__resource_destroy(p, t.item);
+        return;
+    }
+    c->state = CONN_LENT;
+    p->lent++;
+    if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
+        p->counters.health_failures++;
+        tide__report_failure(p);
+        tide__conn_destroy(p, i);
+        return;
+    }
+    p->lent--;
+    hand_over(p, i);
+}
+
+static void refuse(struct tide_evpool *p, struct tide_taken t)
+{
+    int status = t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
+    p->counters.shed++;
+    tide__waiter_answer(p, p->queued.head, status, NULL, t.guard, 0, NULL);
+}
+
+/* One pass over the queue: stops when the head must wait. */
+static void serve_waiters(struct tide_evpool *p)
+{
+    while (p->queued.count > 0) {
+        bool idle = tide_pool_idle(p->core) > 0;
+        if (!idle && p->makes_for_waiters >= p->queued.count)
+            return; /* every waiter without a resource has a make coming */
+        struct tide_taken t =
+            tide_pool_take(p->core, p->now, tide__evpool_roll(p));
+        switch (t.answer) {
+        case TIDE_READY:
+        case TIDE_STALE:
+            lend_idle(p, t);
+            break;
+        case TIDE_MAKE:
+            tide__make_start(p, true);
+            break;
+        case TIDE_WAIT:
+            return;
+        case TIDE_LATER:
+            arm_retry(p, t.span);
+            return;
+        case TIDE_SHED:
+            refuse(p, t);
+            break;
+        }
+    }
+}
+
+void tide__serve(struct tide_evpool *p)
+{
+    serve_waiters(p);
+    tide__topup(p);
+    tide__waiters_deliver(p);
+    tide__upkeep_arm(p);
+    tide__evpool_check_closed(p);
+}

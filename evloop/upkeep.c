@@ -1,0 +1,169 @@
+/* Upkeep timers, each armed only while it has work, so an idle pool leaves
+ * the loop free to exit: eviction (and topping up to the minimum), health
+ * checks (health.c), leak reports, and the loop-lag probe that feeds the
+ * shedder. */
+#include "evloop_internal.h"
+
+static void arm(struct tide_evpool *p, struct upkeep_timer *t)
+{
+    if (t->armed || t->period == TIDE_FOREVER)
+        return;
+    struct timeval tv;
+    tide__timeval(t->period, &tv);
+    event_add(&t->ev, &tv);
+    t->armed = true;
+    t->due = p->now + t->period;
+}
+
+static void stop(struct upkeep_timer *t)
+{
+    if (t->armed)
+        event_del(&t->ev);
+    t->armed = false;
+}
+
+static void destroy_evicted(struct tide_evpool *p)
+{
+    void *out[64];
+    size_t n;
+    do {
+        n = tide_pool_evict(p->core, p->now, out, 64);
+        for (size_t k = 0; k < n; k++) {
+            uint32_t i = tide__conn_find(p, out[k]);
+            if (p->factory.watch)
+                p->factory.watch(p, out[k], false, p->factory.arg);
+            tide__conn_remove(p, i);
+            p->counters.evicted++;
+            tide__resource_destroy(p, out[k]);
+        }
+    } while (n == 64);
+}
+
+void tide__topup(struct tide_evpool *p)
+{
+    if (p->closing || p->min == 0)
+        return;
+    while (tide_pool_live(p->core) < p->min && p->now >= p->topup_after) {
+        struct tide_taken t = tide_pool_grow(p->core, p->now,
+                                             tide__evpool_roll(p));
+        if (t.answer != TIDE_MAKE) {
+            if (t.answer == TIDE_LATER)
+                p->topup_after = p->now + t.span;
+            return;
+        }
+        tide__make_start(p, false);
+    }
+}
+
+/* Leaks are scanned a few times per threshold, at most once a second. */
+static void scan_leaks(struct tide_evpool *p)
+{
+    for (uint32_t i = 0; i < p->conn_capacity; i++) {
+        struct conn *c = &p->conns[i];
+        if (c->state != CONN_LENT || c->leak_reported ||
+            p->now - c->lent_at < p->leak_after)
+            continue;
+        c->leak_reported = true;
+        p->counters.leaks++;
+        if (p->on_leak)
+            p->on_leak(p, c->resource, p->now - c->lent_at, p->leak_arg);
+        if (p->free_pending)
+            return;
+    }
+}
+
+static void on_evict(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_evpool *p = arg;
+    p->evict.armed = false;
+    tide__evpool_enter(p);
+    destroy_evicted(p);
+    tide__topup(p);
+    tide__upkeep_arm(p);
+    tide__evpool_leave(p);
+}
+
+static void on_health(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_evpool *p = arg;
+    p->health.armed = false;
+    tide__evpool_enter(p);
+    tide__health_round(p);
+    tide__upkeep_arm(p);
+    tide__evpool_leave(p);
+}
+
+static void on_leak(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_evpool *p = arg;
+    p->leak.armed = false;
+    tide__evpool_enter(p);
+    scan_leaks(p);
+    if (!p->free_pending)
+        tide__upkeep_arm(p);
+    tide__evpool_leave(p);
+}
+
+static void on_lag(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_evpool *p = arg;
+    p->lag.armed = false;
+    tide__evpool_enter(p);
+    /* how late the loop ran this timer: the host's overload signal */
+    int64_t lag = p->now > p->lag.due ? p->now - p->lag.due : 0;
+    tide_pool_overload(p->core, p->now, lag);
+    tide__upkeep_arm(p);
+    tide__evpool_leave(p);
+}
+
+void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
+                       int64_t health_interval, int64_t lag_interval)
+{
+    p->evict.period = evict_interval;
+    p->health.period = p->factory.check ? health_interval : TIDE_FOREVER;
+    p->lag.period = p->shedding ? lag_interval : TIDE_FOREVER;
+    if (p->leak_after == TIDE_FOREVER) {
+        p->leak.period = TIDE_FOREVER;
+    } else {
+        int64_t period = p->leak_after / 4;
+        p->leak.period = period < TIDE_MS(1)    ? TIDE_MS(1)
+                         : period > TIDE_SEC(1) ? TIDE_SEC(1)
+                                                : period;
+    }
+    event_assign(&p->evict.ev, p->base, -1, 0, on_evict, p);
+    event_assign(&p->health.ev, p->base, -1, 0, on_health, p);
+    event_assign(&p->leak.ev, p->base, -1, 0, on_leak, p);
+    event_assign(&p->lag.ev, p->base, -1, 0, on_lag, p);
+}
+
+void tide__upkeep_arm(struct tide_evpool *p)
+{
+    if (p->closing)
+        return;
+    int64_t idle = tide_pool_idle(p->core);
+    int64_t live = tide_pool_live(p->core);
+    if (idle > 0 || live < p->min)
+        arm(p, &p->evict);
+    if (idle > 0)
+        arm(p, &p->health);
+    if (p->lent > 0)
+        arm(p, &p->leak);
+    if (live > 0 || p->queued.count > 0)
+        arm(p, &p->lag);
+}
+
+void tide__upkeep_stop(struct tide_evpool *p)
+{
+    stop(&p->evict);
+    stop(&p->health);
+    stop(&p->leak);
+    stop(&p->lag);
+}

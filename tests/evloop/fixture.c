@@ -1,0 +1,289 @@
+#include "fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fixture *fx;
+
+struct fake *new_fake(void)
+{
+    ck_assert_int_lt(fx->n_fakes, FAKE_MAX);
+    struct fake *f = &fx->fakes[fx->n_fakes];
+    f->id = fx->n_fakes++;
+    return f;
+}
+
+int fakes_alive(void)
+{
+    int n = 0;
+    for (int i = 0; i < fx->n_fakes; i++)
+        n += fx->fakes[i].destroyed == 0;
+    return n;
+}
+
+/* ---- the scripted factory ---- */
+
+struct later {
+    struct event *ev;
+    struct tide_make *token;
+    bool ok;
+};
+
+static void on_later(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct later *l = arg;
+    if (l->ok)
+        tide_evpool_made(l->token, new_fake());
+    else
+        tide_evpool_unmade(l->token, fx->fail_code, "scripted failure");
+    event_free(l->ev);
+    free(l);
+}
+
+static void answer_later(struct tide_make *token, bool ok)
+{
+    struct later *l = calloc(1, sizeof *l);
+    l->token = token;
+    l->ok = ok;
+    l->ev = evtimer_new(fx->base, on_later, l);
+    struct timeval tv = {.tv_sec = (time_t)(fx->delay / 1000000000),
+                         .tv_usec = (suseconds_t)(fx->delay % 1000000000 / 1000)};
+    evtimer_add(l->ev, &tv);
+}
+
+static void script_make(struct tide_evpool *pool, struct tide_make *token,
+                        void *arg)
+{
+    (void)pool;
+    (void)arg;
+    fx->makes++;
+    switch (fx->mode) {
+    case MAKE_NOW:
+        tide_evpool_made(token, new_fake());
+        break;
+    case MAKE_LATER:
+        answer_later(token, true);
+        break;
+    case MAKE_FAIL:
+        tide_evpool_unmade(token, fx->fail_code, "scripted failure");
+        break;
+    case MAKE_FAIL_LATER:
+        answer_later(token, false);
+        break;
+    case MAKE_NEVER:
+        fx->held[fx->n_held++] = token;
+        break;
+    }
+}
+
+static void script_destroy(void *resource, void *arg)
+{
+    (void)arg;
+    struct fake *f = resource;
+    ck_assert_msg(!f->watched, "fake %d destroyed while watched", f->id);
+    f->destroyed++;
+}
+
+static void script_cancel(struct tide_make *token, void *arg)
+{
+    (void)token;
+    (void)arg;
+    fx->cancels++;
+}
+
+static bool script_alive(void *resource, void *arg)
+{
+    (void)arg;
+    return !((struct fake *)resource)->dead;
+}
+
+static bool script_reusable(void *resource, void *arg)
+{
+    (void)arg;
+    return !((struct fake *)resource)->broken;
+}
+
+static void script_check(struct tide_evpool *pool, struct tide_check *token,
+                         void *resource, void *arg)
+{
+    (void)pool;
+    (void)arg;
+    fx->checks++;
+    tide_evpool_checked(token, !((struct fake *)resource)->dead);
+}
+
+static void script_watch(struct tide_evpool *pool, void *resource, bool idle,
+                         void *arg)
+{
+    (void)pool;
+    (void)arg;
+    struct fake *f = resource;
+    ck_assert_msg(f->watched != idle, "fake %d watch %d twice", f->id, idle);
+    f->watched = idle;
+    if (idle)
+        fx->watch_on++;
+    else
+        fx->watch_off++;
+}
+
+struct fake *answer_held(bool ok)
+{
+    ck_assert_int_gt(fx->n_held, 0);
+    struct tide_make *token = fx->held[0];
+    memmove(&fx->held[0], &fx->held[1],
+            (size_t)(--fx->n_held) * sizeof fx->held[0]);
+    if (!ok) {
+        tide_evpool_unmade(token, fx->fail_code, "scripted failure");
+        return NULL;
+    }
+    struct fake *f = new_fake();
+    tide_evpool_made(token, f);
+    return f;
+}
+
+/* ---- the fixture ---- */
+
+void fixture_setup(void)
+{
+    fx = calloc(1, sizeof *fx);
+    struct event_config *cfg = event_config_new();
+    /* precise timers: libevent's coarse clock fires timers early */
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER |
+                                   EVENT_BASE_FLAG_IGNORE_ENV);
+    fx->base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    ck_assert_ptr_nonnull(fx->base);
+    fx->fail_code = -1000;
+    fx->delay = 20 * 1000000;
+    fx->factory = (struct tide_factory){
+        .make = script_make,
+        .destroy = script_destroy,
+        .cancel = script_cancel,
+        .alive = script_alive,
+        .reusable = script_reusable,
+        .check = script_check,
+        .watch = script_watch,
+    };
+}
+
+void fixture_pool(const struct tide_evpool_options *o)
+{
+    struct tide_evpool_options opts = o ? *o : (struct tide_evpool_options){0};
+    if (opts.seed == 0)
+        opts.seed = 42;
+    ck_assert_int_eq(tide_evpool_new(fx->base, &fx->factory, &opts, &fx->pool),
+                     0);
+}
+
+void fixture_closed(struct tide_evpool *pool, void *arg)
+{
+    (void)pool;
+    (void)arg;
+    fx->closed = true;
+}
+
+static bool is_closed(void)
+{
+    return fx->closed;
+}
+
+void fixture_teardown(void)
+{
+    if (fx->pool) {
+        /* release every resource still lent out to the test */
+        for (int i = 0; i < fx->n_answers; i++) {
+            struct answer *a = &fx->answers[i];
+            if (a->calls == 1 && a->status == 0 && a->resource) {
+                (void)tide_evpool_release(fx->pool, a->resource);
+                a->resource = NULL;
+            }
+        }
+        int rc = tide_evpool_close(fx->pool, fixture_closed, NULL);
+        ck_assert(rc == 0 || rc == TIDE_ECLOSED);
+        while (fx->n_held > 0)
+            answer_held(false);
+        ck_assert_msg(run_until(is_closed, 5000), "close never finished");
+        tide_evpool_free(fx->pool);
+        fx->pool = NULL;
+    }
+    /* nothing may be left in the loop: the base must run dry */
+    ck_assert_int_eq(event_base_loop(fx->base, EVLOOP_NONBLOCK | EVLOOP_ONCE), 1);
+    for (int i = 0; i < fx->n_fakes; i++)
+        ck_assert_msg(fx->fakes[i].destroyed == 1,
+                      "fake %d destroyed %d times", i, fx->fakes[i].destroyed);
+    for (int i = 0; i < fx->n_answers; i++)
+        ck_assert_msg(fx->answers[i].calls <= 1, "acquire %d answered %d times",
+                      i, fx->answers[i].calls);
+    event_base_free(fx->base);
+    free(fx);
+    fx = NULL;
+}
+
+static void on_answer(struct tide_evpool *pool, int status, void *resource,
+                      const struct tide_why *why, void *arg)
+{
+    struct answer *a = arg;
+    a->calls++;
+    a->status = status;
+    a->resource = resource;
+    a->order = fx->answered++;
+    a->make_error = why->make_error;
+    a->guard = why->guard;
+    ck_assert_ptr_nonnull(why->message);
+    snprintf(a->message, sizeof a->message, "%s", why->message);
+    if (status == 0 && fx->release_in_callback) {
+        ck_assert_int_eq(tide_evpool_release(pool, resource), 0);
+        a->resource = NULL;
+    }
+    if (fx->free_in_callback) {
+        tide_evpool_free(pool);
+        fx->pool = NULL;
+    }
+}
+
+struct answer *acquire(int64_t timeout, struct tide_acquire **handle)
+{
+    ck_assert_int_lt(fx->n_answers, ANSWERS_MAX);
+    struct answer *a = &fx->answers[fx->n_answers++];
+    a->status = 1; /* not answered */
+    int rc = tide_evpool_acquire(fx->pool, timeout, on_answer, a, handle);
+    ck_assert_int_eq(rc, 0);
+    return a;
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(arg);
+}
+
+void run_ms(int ms)
+{
+    struct event *stop = evtimer_new(fx->base, on_stop, fx->base);
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    evtimer_add(stop, &tv);
+    event_base_dispatch(fx->base);
+    event_free(stop);
+}
+
+bool run_until(bool (*pred)(void), int ms)
+{
+    for (int waited = 0; waited < ms && !pred(); waited++)
+        run_ms(1);
+    return pred();
+}
+
+void fixture_add(TCase *tc)
+{
+    static bool debug_mode;
+    if (!debug_mode) {
+        event_enable_debug_mode();
+        debug_mode = true;
+    }
+    tcase_add_checked_fixture(tc, fixture_setup, fixture_teardown);
+    tcase_set_timeout(tc, 30);
+}

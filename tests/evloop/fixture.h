@@ -1,0 +1,99 @@
+/* The evloop tests' fixture: a fresh event_base per test, a scripted factory
+ * (answers at once, after a delay, fails, or never answers) whose resources
+ * are recorded so the teardown can assert that every resource made was
+ * destroyed exactly once and every acquire got exactly one answer. */
+#ifndef TIDEPOOL_TEST_EVLOOP_FIXTURE_H
+#define TIDEPOOL_TEST_EVLOOP_FIXTURE_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <tidepool/evloop.h>
+
+#include "runner.h"
+
+enum script_mode {
+    MAKE_NOW = 0,   /* answer inside make() */
+    MAKE_LATER,     /* answer after `delay` from a timer */
+    MAKE_FAIL,      /* fail inside make() */
+    MAKE_FAIL_LATER,/* fail after `delay` */
+    MAKE_NEVER,     /* hold the token until the test answers it */
+};
+
+#define FAKE_MAX 256
+#define ANSWERS_MAX 256
+
+struct fake {
+    int id;
+    int destroyed; /* times destroy ran: must end at exactly 1 */
+    bool dead;     /* alive() and check() answer false */
+    bool broken;   /* reusable() answers false */
+    bool watched;  /* the pool said it is idle */
+};
+
+struct answer {
+    int calls;
+    int status;
+    struct fake *resource;
+    int order; /* when it was answered, among all answers */
+    int make_error;
+    enum tide_guard guard;
+    char message[128];
+};
+
+struct fixture {
+    struct event_base *base;
+    struct tide_evpool *pool;
+    struct tide_factory factory;
+    /* the script */
+    enum script_mode mode;
+    int64_t delay;
+    int fail_code;
+    bool check_async; /* answer checks from a timer rather than at once */
+    /* what happened */
+    struct fake fakes[FAKE_MAX];
+    int n_fakes;
+    int makes;    /* make() calls */
+    int cancels;  /* cancel() calls */
+    int checks;   /* check() calls */
+    int watch_on;
+    int watch_off;
+    struct tide_make *held[FAKE_MAX]; /* MAKE_NEVER tokens, in order */
+    int n_held;
+    struct answer answers[ANSWERS_MAX];
+    int n_answers;
+    int answered; /* answers delivered so far (for order) */
+    bool closed;
+    int leaks;
+    /* an acquire callback may ask for the pool to be released or freed */
+    bool release_in_callback;
+    bool free_in_callback;
+};
+
+extern struct fixture *fx;
+
+/* Creates fx with a fresh base and a pool built from o (NULL: presets). */
+void fixture_pool(const struct tide_evpool_options *o);
+/* Checked fixture: setup makes the base; teardown closes the pool, runs the
+ * loop until closed, and asserts the exactly-once rules. */
+void fixture_setup(void);
+void fixture_teardown(void);
+
+/* Starts an acquire whose answer is recorded; returns its answer slot. */
+struct answer *acquire(int64_t timeout, struct tide_acquire **handle);
+/* Runs the loop for ms milliseconds (fewer if it runs out of events). */
+void run_ms(int ms);
+/* Runs the loop until pred() or ms milliseconds passed; returns pred(). */
+bool run_until(bool (*pred)(void), int ms);
+/* Answers the oldest held MAKE_NEVER token: made (true) or failed. */
+struct fake *answer_held(bool ok);
+struct fake *new_fake(void);
+/* How many fakes are not yet destroyed. */
+int fakes_alive(void);
+
+/* The close callback the teardown waits for: pass it to tide_evpool_close
+ * when a test closes the pool itself. */
+void fixture_closed(struct tide_evpool *pool, void *arg);
+
+void fixture_add(TCase *tc);
+
+#endif
