@@ -2,12 +2,17 @@
  *
  * An open-addressed table of 32-bit slot numbers with linear probing; the
  * keys are not stored twice but read from the caller's records (whose first
- * member is the key pointer), which keeps it at 8 to 16 bytes a slot. */
+ * member is the key pointer), which keeps it at 8 to 16 bytes a slot.
+ *
+ * The lookups are inline: they are the pool's hottest loop, and a call would
+ * cost as much as the probe. A cell found by tide__itemmap_seek serves the
+ * insert or removal that follows, so a lookup and its update probe once. */
 #ifndef TIDEPOOL_ITEMMAP_H
 #define TIDEPOOL_ITEMMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TIDE__ITEMMAP_NONE UINT32_MAX
 
@@ -28,10 +33,74 @@ void tide__itemmap_bind(struct tide__itemmap *m, const void *records,
 /* Room for n keys at most half full; rehashes. 0 or -1 (no memory, map
  * unchanged). */
 int tide__itemmap_reserve(struct tide__itemmap *m, uint32_t n);
-uint32_t tide__itemmap_find(const struct tide__itemmap *m, const void *key);
 /* The key must be absent and the map reserved for it. */
 void tide__itemmap_insert(struct tide__itemmap *m, const void *key,
                           uint32_t slot);
 void tide__itemmap_remove(struct tide__itemmap *m, const void *key);
+
+static inline const void *tide__itemmap_key(const struct tide__itemmap *m,
+                                            uint32_t slot)
+{
+    const void *key;
+    memcpy(&key, m->records + (size_t)slot * m->stride, sizeof key);
+    return key;
+}
+
+/* Fibonacci hashing: pointers share their low bits (alignment) and often
+ * their high bits (one heap), so multiply and keep the top bits. */
+static inline uint32_t tide__itemmap_home(const struct tide__itemmap *m,
+                                          const void *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)key * UINT64_C(0x9E3779B97F4A7C15);
+    return (uint32_t)(h >> m->shift);
+}
+
+/* The cell holding key, or else the empty cell where it would go. The map
+ * must have cells (be reserved). */
+static inline uint32_t tide__itemmap_seek(const struct tide__itemmap *m,
+                                          const void *key)
+{
+    uint32_t at = tide__itemmap_home(m, key);
+    for (;;) {
+        uint32_t slot = m->cells[at];
+        if (slot == TIDE__ITEMMAP_NONE || tide__itemmap_key(m, slot) == key)
+            return at;
+        at = (at + 1) & m->mask;
+    }
+}
+
+/* The slot of key, or TIDE__ITEMMAP_NONE. */
+static inline uint32_t tide__itemmap_find(const struct tide__itemmap *m,
+                                          const void *key)
+{
+    if (!m->cells)
+        return TIDE__ITEMMAP_NONE;
+    return m->cells[tide__itemmap_seek(m, key)];
+}
+
+/* Fills the empty cell seek found for a key, with nothing inserted or
+ * removed since. */
+static inline void tide__itemmap_put(struct tide__itemmap *m, uint32_t at,
+                                     uint32_t slot)
+{
+    m->cells[at] = slot;
+}
+
+/* Empties the cell seek found a key in. Backward shift: pulls later entries
+ * of the run into the hole unless their home lies cyclically after the hole
+ * (they would be lost), so no tombstones pile up. */
+static inline void tide__itemmap_erase(struct tide__itemmap *m, uint32_t at)
+{
+    uint32_t hole = at;
+    for (uint32_t next = (hole + 1) & m->mask;
+         m->cells[next] != TIDE__ITEMMAP_NONE; next = (next + 1) & m->mask) {
+        uint32_t h = tide__itemmap_home(m, tide__itemmap_key(m, m->cells[next]));
+        if (((next - h) & m->mask) >= ((next - hole) & m->mask)) {
+            m->cells[hole] = m->cells[next];
+            hole = next;
+        }
+    }
+    m->cells[hole] = TIDE__ITEMMAP_NONE;
+}
 
 #endif

@@ -152,16 +152,22 @@ static uint32_t slot_take_free(struct tide_pool *p)
     return i;
 }
 
-/* Returns a slot to the free list and forgets its item. */
-static void slot_release(struct tide_pool *p, uint32_t i)
+/* Returns a slot to the free list; its item, if any, is off the map. */
+static void slot_free(struct tide_pool *p, uint32_t i)
 {
     struct slot *s = &p->slots[i];
-    if (s->item)
-        tide__itemmap_remove(&p->map, s->item);
     s->item = NULL;
     s->prev = FREE;
     s->next = p->free_head;
     p->free_head = i;
+}
+
+/* Returns a slot to the free list and forgets its item. */
+static void slot_release(struct tide_pool *p, uint32_t i)
+{
+    if (p->slots[i].item)
+        tide__itemmap_remove(&p->map, p->slots[i].item);
+    slot_free(p, i);
 }
 
 /* ---- creation ---- */
@@ -392,8 +398,10 @@ static void unhold(struct tide_pool *p, uint32_t i)
     p->idle_count++;
 }
 
-/* Turns the oldest reservation into a lent resource born now. */
-static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now)
+/* Turns the oldest reservation into a lent resource born now; `at` is the
+ * empty map cell seek found for item. */
+static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
+                                 uint32_t at)
 {
     uint32_t i = p->reserved.head;
     struct slot *s = &p->slots[i];
@@ -404,7 +412,7 @@ static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now)
     s->prev = LENT;
     s->next = NIL;
     s->since = now;
-    tide__itemmap_insert(&p->map, item, i);
+    tide__itemmap_put(&p->map, at, i);
     p->lent_count++;
     if (p->has_breaker)
         tide_breaker_success(&p->breaker, now);
@@ -422,9 +430,11 @@ int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
         return TIDE_EINVAL;
     if (p->reserved_count == 0)
         return TIDE_ENORESERVE;
-    if (tide__itemmap_find(&p->map, item) != TIDE__ITEMMAP_NONE)
+    /* A reservation means the map has cells: the slot came from a grow. */
+    uint32_t at = tide__itemmap_seek(&p->map, item);
+    if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
-    (void)fill_reservation(p, item, now);
+    (void)fill_reservation(p, item, now, at);
     return 0;
 }
 
@@ -452,16 +462,21 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
     return 0;
 }
 
-/* Finds the slot of an item coming back; an unknown one fills the oldest
- * open reservation. NIL when neither. */
-static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now)
+/* Finds the slot of an item coming back, and its map cell in *at; an
+ * unknown one fills the oldest open reservation. NIL when neither. A map
+ * without cells has never had a slot, so no reservation either. */
+static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
+                                  uint32_t *at)
 {
-    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (!p->map.cells)
+        return NIL;
+    *at = tide__itemmap_seek(&p->map, item);
+    uint32_t i = p->map.cells[*at];
     if (i != TIDE__ITEMMAP_NONE)
         return i;
     if (p->reserved_count == 0)
         return NIL;
-    return fill_reservation(p, item, now);
+    return fill_reservation(p, item, now, *at);
 }
 
 /* Settles the loan of a lent slot; a held one had no ticket. */
@@ -476,7 +491,8 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
 {
     if (!item)
         return TIDE_EINVAL;
-    uint32_t i = slot_of_returning(p, item, now);
+    uint32_t at;
+    uint32_t i = slot_of_returning(p, item, now, &at);
     if (i == NIL)
         return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
@@ -485,7 +501,8 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
     bool held = s->next == HELD;
     end_loan(p, s, now);
     if (p->closed || p->idle_count >= p->limits.idle) {
-        slot_release(p, i);
+        tide__itemmap_erase(&p->map, at);
+        slot_free(p, i);
         return 0;
     }
     if (held) {
@@ -502,7 +519,8 @@ int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
 {
     if (!item)
         return TIDE_EINVAL;
-    uint32_t i = slot_of_returning(p, item, now);
+    uint32_t at;
+    uint32_t i = slot_of_returning(p, item, now, &at);
     if (i == NIL)
         return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
@@ -512,7 +530,8 @@ int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
         list_unlink(p, &p->idle, i);
         p->idle_count--;
     }
-    slot_release(p, i);
+    tide__itemmap_erase(&p->map, at);
+    slot_free(p, i);
     return 0;
 }
 
