@@ -5,6 +5,14 @@
 
 #include <tidepool/core.h>
 
+/* Keeps a slow path out of line, so the fast path that falls back on it
+ * needs no stack frame of its own. */
+#if defined(__GNUC__)
+#define TIDE__NOINLINE __attribute__((noinline))
+#else
+#define TIDE__NOINLINE
+#endif
+
 /* to - from clamped to [0, INT64_MAX]: how long ago `from` was, without the
  * overflow a caller's arbitrary clock values could cause. */
 static inline int64_t tide__elapsed(int64_t from, int64_t to)
@@ -100,10 +108,41 @@ int tide__shedder_check(const struct tide_shedder_options *o);
 void tide__shedder_init(struct tide_shedder *s,
                         const struct tide_shedder_options *resolved,
                         int64_t size);
-bool tide__shedder_admit(const struct tide_shedder *s);
-void tide__shedder_issue(struct tide_shedder *s);
+/* The shedder's per-loan steps are inline: the pool runs them on every
+ * take and give, and each is a handful of instructions. */
+static inline bool tide__shedder_admit(const struct tide_shedder *s)
+{
+    return (double)(s->in_flight + 1) <= s->ceiling;
+}
+
+static inline void tide__shedder_issue(struct tide_shedder *s)
+{
+    s->in_flight++;
+}
+
+/* Cuts the ceiling from `from` by the decrease, not below the floor. */
+static inline void tide__shedder_cut(struct tide_shedder *s, double from)
+{
+    double c = from * s->decrease;
+    s->ceiling = c > s->floor ? c : s->floor;
+}
+
 /* A ticket issued at `since` settles at now. */
-void tide__shedder_settle(struct tide_shedder *s, int64_t since, int64_t now);
+static inline void tide__shedder_settle(struct tide_shedder *s, int64_t since,
+                                        int64_t now)
+{
+    if (s->in_flight > 0)
+        s->in_flight--;
+    bool lagging = s->has_lag && s->lag > s->lag_target &&
+                   tide__elapsed(s->lag_at, now) < s->hold;
+    bool overran = s->loan_target != TIDE_FOREVER &&
+                   tide__elapsed(since, now) > s->loan_target;
+    if (lagging || overran)
+        tide__shedder_cut(s, s->ceiling);
+    else
+        s->ceiling = s->ceiling + 1.0 < s->max ? s->ceiling + 1.0 : s->max;
+}
+
 void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag);
 
 #endif /* TIDEPOOL_CORE_INTERNAL_H */

@@ -250,6 +250,12 @@ void tide_pool_free(struct tide_pool *p)
 
 /* ---- decisions ---- */
 
+/* Idle, lent and being made. */
+static int64_t live(const struct tide_pool *p)
+{
+    return p->idle_count + p->lent_count + p->reserved_count;
+}
+
 static bool expired(const struct tide_pool *p, const struct slot *s,
                     int64_t now)
 {
@@ -276,24 +282,37 @@ static int64_t spread_life(const struct tide_pool *p, double roll)
     return life - (int64_t)((double)life * p->limits.spread * roll);
 }
 
-static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
+/* Lends idle resource i, the head of the idle list, known fresh. */
+static struct tide_taken lend(struct tide_pool *p, uint32_t i, int64_t now)
 {
-    uint32_t i = p->idle.head;
     struct slot *s = &p->slots[i];
-    void *item = s->item;
-    list_unlink(p, &p->idle, i);
+    p->idle.head = s->next;
+    if (s->next != NIL)
+        p->slots[s->next].prev = NIL;
+    else
+        p->idle.tail = NIL;
     p->idle_count--;
-    if (expired(p, s, now)) {
-        slot_release(p, i);
-        return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
-    }
     s->prev = LENT;
     s->next = NIL;
     s->since = now;
     p->lent_count++;
     if (p->has_shedder)
         tide__shedder_issue(&p->shedder);
-    return answer(TIDE_READY, item, 0, TIDE_GUARD_NONE);
+    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+}
+
+static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
+{
+    uint32_t i = p->idle.head;
+    struct slot *s = &p->slots[i];
+    if (expired(p, s, now)) {
+        void *item = s->item;
+        list_unlink(p, &p->idle, i);
+        p->idle_count--;
+        slot_release(p, i);
+        return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
+    }
+    return lend(p, i, now);
 }
 
 static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
@@ -325,7 +344,10 @@ static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
     return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
 }
 
-struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
+/* Everything take decides, in order; tide_pool_take below tries the
+ * common case first and comes here for the rest. */
+TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
+                                                  int64_t now, double roll)
 {
     if (p->closed)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
@@ -339,11 +361,26 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
             return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
         return lend_idle(p, now);
     }
-    if (tide_pool_live(p) >= p->limits.size)
+    if (live(p) >= p->limits.size)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     if (p->has_shedder && !tide__shedder_admit(&p->shedder))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
     return reserve(p, now, tide__roll(roll));
+}
+
+/* The common case first: a fresh idle one and nothing in the way. These
+ * checks have no side effects (a breaker that is down goes the long way,
+ * because asking it whether to recover may call the user's strategy), so
+ * when one fails take_slow starts over and answers exactly as ever. */
+struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
+{
+    uint32_t i = p->idle.head;
+    if (i != NIL && !p->closed &&
+        !(p->has_breaker && p->breaker.state == TIDE_BREAKER_INACTIVE) &&
+        !expired(p, &p->slots[i], now) &&
+        !(p->has_shedder && !tide__shedder_admit(&p->shedder)))
+        return lend(p, i, now);
+    return take_slow(p, now, roll);
 }
 
 struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
@@ -352,7 +389,7 @@ struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
-    if (tide_pool_live(p) >= p->limits.size)
+    if (live(p) >= p->limits.size)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     return reserve(p, now, tide__roll(roll));
 }
@@ -571,7 +608,7 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
 
 int64_t tide_pool_live(const struct tide_pool *p)
 {
-    return p->idle_count + p->lent_count + p->reserved_count;
+    return live(p);
 }
 
 int64_t tide_pool_idle(const struct tide_pool *p)

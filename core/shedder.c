@@ -45,40 +45,6 @@ void tide__shedder_init(struct tide_shedder *s,
     s->has_lag = false;
 }
 
-static bool lagging(const struct tide_shedder *s, int64_t now)
-{
-    return s->has_lag && s->lag > s->lag_target &&
-           tide__elapsed(s->lag_at, now) < s->hold;
-}
-
-static void cut(struct tide_shedder *s, double from)
-{
-    double c = from * s->decrease;
-    s->ceiling = c > s->floor ? c : s->floor;
-}
-
-bool tide__shedder_admit(const struct tide_shedder *s)
-{
-    return (double)(s->in_flight + 1) <= s->ceiling;
-}
-
-void tide__shedder_issue(struct tide_shedder *s)
-{
-    s->in_flight++;
-}
-
-void tide__shedder_settle(struct tide_shedder *s, int64_t since, int64_t now)
-{
-    if (s->in_flight > 0)
-        s->in_flight--;
-    bool overran = s->loan_target != TIDE_FOREVER &&
-                   tide__elapsed(since, now) > s->loan_target;
-    if (lagging(s, now) || overran)
-        cut(s, s->ceiling);
-    else
-        s->ceiling = s->ceiling + 1.0 < s->max ? s->ceiling + 1.0 : s->max;
-}
-
 void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag)
 {
     s->lag = lag;
@@ -86,6 +52,6 @@ void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag)
     s->has_lag = true;
     if (lag > s->lag_target) {
         double busy = (double)s->in_flight;
-        cut(s, busy < s->ceiling ? busy : s->ceiling);
+        tide__shedder_cut(s, busy < s->ceiling ? busy : s->ceiling);
     }
 }
