@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct fixture *fx;
 
@@ -22,6 +23,34 @@ int fakes_alive(void)
     return n;
 }
 
+bool answered_all(void)
+{
+    for (int i = 0; i < fx->n_answers; i++)
+        if (fx->answers[i].calls == 0)
+            return false;
+    return true;
+}
+
+struct tide_evpool_stats stats(void)
+{
+    struct tide_evpool_stats s;
+    tide_evpool_stats(fx->pool, &s);
+    return s;
+}
+
+int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void probe(const char *hook, struct fake *f)
+{
+    if (fx->probe)
+        fx->probe(hook, f);
+}
+
 /* ---- the scripted factory ---- */
 
 struct later {
@@ -35,6 +64,7 @@ static void on_later(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct later *l = arg;
+    fx->laters--;
     if (l->ok)
         tide_evpool_made(l->token, new_fake());
     else
@@ -49,6 +79,7 @@ static void answer_later(struct tide_make *token, bool ok)
     l->token = token;
     l->ok = ok;
     l->ev = evtimer_new(fx->base, on_later, l);
+    fx->laters++;
     struct timeval tv = {.tv_sec = (time_t)(fx->delay / 1000000000),
                          .tv_usec = (suseconds_t)(fx->delay % 1000000000 / 1000)};
     evtimer_add(l->ev, &tv);
@@ -59,8 +90,11 @@ static void script_make(struct tide_evpool *pool, struct tide_make *token,
 {
     (void)pool;
     (void)arg;
+    probe("make", NULL);
+    enum script_mode mode =
+        fx->makes < fx->n_plan ? fx->plan[fx->makes] : fx->mode;
     fx->makes++;
-    switch (fx->mode) {
+    switch (mode) {
     case MAKE_NOW:
         tide_evpool_made(token, new_fake());
         break;
@@ -83,6 +117,7 @@ static void script_destroy(void *resource, void *arg)
 {
     (void)arg;
     struct fake *f = resource;
+    probe("destroy", f);
     ck_assert_msg(!f->watched, "fake %d destroyed while watched", f->id);
     f->destroyed++;
 }
@@ -91,18 +126,21 @@ static void script_cancel(struct tide_make *token, void *arg)
 {
     (void)token;
     (void)arg;
+    probe("cancel", NULL);
     fx->cancels++;
 }
 
 static bool script_alive(void *resource, void *arg)
 {
     (void)arg;
+    probe("alive", resource);
     return !((struct fake *)resource)->dead;
 }
 
 static bool script_reusable(void *resource, void *arg)
 {
     (void)arg;
+    probe("reusable", resource);
     return !((struct fake *)resource)->broken;
 }
 
@@ -111,22 +149,31 @@ static void script_check(struct tide_evpool *pool, struct tide_check *token,
 {
     (void)pool;
     (void)arg;
+    probe("check", resource);
     fx->checks++;
+    if (fx->hold_checks) {
+        fx->held_checks[fx->n_held_checks] = token;
+        fx->checked[fx->n_held_checks++] = resource;
+        return;
+    }
     tide_evpool_checked(token, !((struct fake *)resource)->dead);
 }
 
 static void script_watch(struct tide_evpool *pool, void *resource, bool idle,
                          void *arg)
 {
-    (void)pool;
     (void)arg;
     struct fake *f = resource;
+    probe("watch", f);
     ck_assert_msg(f->watched != idle, "fake %d watch %d twice", f->id, idle);
     f->watched = idle;
     if (idle)
         fx->watch_on++;
     else
         fx->watch_off++;
+    /* the watcher's side: the peer had closed by the time it went idle */
+    if (idle && fx->lose_when_idle)
+        ck_assert_int_eq(tide_evpool_lost(pool, f), 0);
 }
 
 struct fake *answer_held(bool ok)
@@ -141,6 +188,20 @@ struct fake *answer_held(bool ok)
     }
     struct fake *f = new_fake();
     tide_evpool_made(token, f);
+    return f;
+}
+
+struct fake *answer_check(bool ok)
+{
+    ck_assert_int_gt(fx->n_held_checks, 0);
+    struct tide_check *token = fx->held_checks[0];
+    struct fake *f = fx->checked[0];
+    fx->n_held_checks--;
+    memmove(&fx->held_checks[0], &fx->held_checks[1],
+            (size_t)fx->n_held_checks * sizeof fx->held_checks[0]);
+    memmove(&fx->checked[0], &fx->checked[1],
+            (size_t)fx->n_held_checks * sizeof fx->checked[0]);
+    tide_evpool_checked(token, ok);
     return f;
 }
 
@@ -190,6 +251,21 @@ static bool is_closed(void)
     return fx->closed;
 }
 
+static bool no_laters(void)
+{
+    return fx->laters == 0;
+}
+
+/* Answers every token the test left open: makes fail, checks pass. After a
+ * free these reach an orphaned token, which must still be safe. */
+static void answer_everything_held(void)
+{
+    while (fx->n_held > 0)
+        answer_held(false);
+    while (fx->n_held_checks > 0)
+        answer_check(true);
+}
+
 void fixture_teardown(void)
 {
     if (fx->pool) {
@@ -203,12 +279,16 @@ void fixture_teardown(void)
         }
         int rc = tide_evpool_close(fx->pool, fixture_closed, NULL);
         ck_assert(rc == 0 || rc == TIDE_ECLOSED);
-        while (fx->n_held > 0)
-            answer_held(false);
+        answer_everything_held();
         ck_assert_msg(run_until(is_closed, 5000), "close never finished");
         tide_evpool_free(fx->pool);
         fx->pool = NULL;
+    } else {
+        /* freed by the test: late answers reach orphaned tokens */
+        answer_everything_held();
     }
+    /* the factory's own timers answer orphans or closed pools */
+    ck_assert_msg(run_until(no_laters, 5000), "factory timers never fired");
     /* nothing may be left in the loop: the base must run dry */
     ck_assert_int_eq(event_base_loop(fx->base, EVLOOP_NONBLOCK | EVLOOP_ONCE), 1);
     for (int i = 0; i < fx->n_fakes; i++)
@@ -275,6 +355,37 @@ bool run_until(bool (*pred)(void), int ms)
     for (int waited = 0; waited < ms && !pred(); waited++)
         run_ms(1);
     return pred();
+}
+
+static const struct answer *awaited;
+
+static bool is_answered(void)
+{
+    return awaited->calls > 0;
+}
+
+bool run_until_answered(const struct answer *a, int ms)
+{
+    awaited = a;
+    return run_until(is_answered, ms);
+}
+
+struct answer *acquired(void)
+{
+    struct answer *a = acquire(0, NULL);
+    ck_assert_msg(run_until_answered(a, 2000), "acquire never answered");
+    ck_assert_int_eq(a->status, 0);
+    ck_assert_ptr_nonnull(a->resource);
+    return a;
+}
+
+struct fake *release(struct answer *a)
+{
+    struct fake *f = a->resource;
+    ck_assert_ptr_nonnull(f);
+    a->resource = NULL;
+    ck_assert_int_eq(tide_evpool_release(fx->pool, f), 0);
+    return f;
 }
 
 void fixture_add(TCase *tc)

@@ -1,7 +1,8 @@
 /* The evloop tests' fixture: a fresh event_base per test, a scripted factory
  * (answers at once, after a delay, fails, or never answers) whose resources
  * are recorded so the teardown can assert that every resource made was
- * destroyed exactly once and every acquire got exactly one answer. */
+ * destroyed exactly once, every acquire got at most one answer, and the
+ * loop runs dry once the pool is closed (or freed). */
 #ifndef TIDEPOOL_TEST_EVLOOP_FIXTURE_H
 #define TIDEPOOL_TEST_EVLOOP_FIXTURE_H
 
@@ -48,7 +49,15 @@ struct fixture {
     enum script_mode mode;
     int64_t delay;
     int fail_code;
-    bool check_async; /* answer checks from a timer rather than at once */
+    /* make k (counting from 0) follows plan[k] when k < n_plan, else mode */
+    enum script_mode plan[FAKE_MAX];
+    int n_plan;
+    bool hold_checks;    /* keep check tokens for answer_check */
+    bool lose_when_idle; /* the watch hook reports a fake lost as soon as
+                            it goes idle (a peer that closed at once) */
+    /* called first thing from every factory hook ("make", "destroy",
+     * "cancel", "alive", "reusable", "check", "watch") */
+    void (*probe)(const char *hook, struct fake *f);
     /* what happened */
     struct fake fakes[FAKE_MAX];
     int n_fakes;
@@ -59,6 +68,10 @@ struct fixture {
     int watch_off;
     struct tide_make *held[FAKE_MAX]; /* MAKE_NEVER tokens, in order */
     int n_held;
+    struct tide_check *held_checks[FAKE_MAX]; /* with hold_checks, in order */
+    struct fake *checked[FAKE_MAX];
+    int n_held_checks;
+    int laters; /* MAKE_LATER / MAKE_FAIL_LATER answers still to come */
     struct answer answers[ANSWERS_MAX];
     int n_answers;
     int answered; /* answers delivered so far (for order) */
@@ -84,11 +97,26 @@ struct answer *acquire(int64_t timeout, struct tide_acquire **handle);
 void run_ms(int ms);
 /* Runs the loop until pred() or ms milliseconds passed; returns pred(). */
 bool run_until(bool (*pred)(void), int ms);
+/* Runs the loop until a is answered or ms milliseconds passed. */
+bool run_until_answered(const struct answer *a, int ms);
+/* Acquires one and runs the loop until it is answered with a resource. */
+struct answer *acquired(void);
+/* Releases a's resource (asserting 0) and forgets it, so the teardown does
+ * not release it again; returns the fake. */
+struct fake *release(struct answer *a);
 /* Answers the oldest held MAKE_NEVER token: made (true) or failed. */
 struct fake *answer_held(bool ok);
+/* Answers the oldest held check (hold_checks); returns its fake. */
+struct fake *answer_check(bool ok);
 struct fake *new_fake(void);
 /* How many fakes are not yet destroyed. */
 int fakes_alive(void);
+/* Whether every acquire started so far has been answered. */
+bool answered_all(void);
+/* The pool's stats now. */
+struct tide_evpool_stats stats(void);
+/* The monotonic clock the pool reads, for calls that take `now`. */
+int64_t now_ns(void);
 
 /* The close callback the teardown waits for: pass it to tide_evpool_close
  * when a test closes the pool itself. */
