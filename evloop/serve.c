@@ -67,11 +67,30 @@ static void lend_idle(struct tide_evpool *p, struct tide_taken t)
     hand_over(p, i);
 }
 
-static void refuse(struct tide_evpool *p, struct tide_taken t)
+/* The oldest waiter that no make in flight is coming for, or NULL. Makes
+ * serve the queue from its head, so the first makes_for_waiters waiters are
+ * the ones covered. */
+static struct tide_acquire *first_uncovered(struct tide_evpool *p)
 {
+    struct tide_acquire *w = p->queued.head;
+    for (int64_t k = 0; w && k < p->makes_for_waiters; k++)
+        w = w->next;
+    return w;
+}
+
+/* A refusal goes to the oldest waiter with no make coming for it, not to the
+ * head: a head waiting on a make (a breaker's probe, say) keeps its place and
+ * gets that make's answer, rather than a later caller taking it past it.
+ * Returns false when every waiter has a make coming (nobody to refuse). */
+static bool refuse(struct tide_evpool *p, struct tide_taken t)
+{
+    struct tide_acquire *w = first_uncovered(p);
+    if (!w)
+        return false;
     int status = t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
     p->counters.shed++;
-    tide__waiter_answer(p, p->queued.head, status, NULL, t.guard, 0, NULL);
+    tide__waiter_answer(p, w, status, NULL, t.guard, 0, NULL);
+    return true;
 }
 
 /* One pass over the queue: stops when the head must wait. */
@@ -97,7 +116,8 @@ static void serve_waiters(struct tide_evpool *p)
             arm_retry(p, t.span);
             return;
         case TIDE_SHED:
-            refuse(p, t);
+            if (!refuse(p, t))
+                return;
             break;
         }
     }

@@ -1,0 +1,255 @@
+/* tests for the ward as the adapter drives it: serve.c refuses what the
+ * breaker or shedder sheds and waits out what the bucket or backoff holds
+ * back; makes.c and loans.c report every success and failure to the
+ * breaker. */
+#include "fixture.h"
+
+START_TEST(pool_without_a_breaker_has_none)
+{
+    fixture_pool(NULL);
+    ck_assert_ptr_null(tide_evpool_breaker(fx->pool));
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.breaker, TIDE_BREAKER_ACTIVE);
+    ck_assert(s.refusal == 0.0);
+}
+END_TEST
+
+START_TEST(inactive_breaker_fails_acquires_fast_even_with_idle)
+{
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
+    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    fixture_pool(&o);
+    struct fake *f = release(acquired());
+    struct tide_breaker *br = tide_evpool_breaker(fx->pool);
+    ck_assert_ptr_nonnull(br);
+    tide_breaker_deactivate(br, now_ns());
+    struct answer *a = acquire(TIDE_SEC(2), NULL);
+    ck_assert_int_eq(a->calls, 0);
+    int64_t start = now_ns();
+    ck_assert(run_until_answered(a, 1000));
+    ck_assert_int_lt(now_ns() - start, TIDE_MS(500)); /* no waiting out */
+    ck_assert_int_eq(a->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(a->guard, TIDE_GUARD_BREAKER);
+    ck_assert_ptr_null(a->resource);
+    void *got = NULL;
+    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, &got), TIDE_EUNAVAILABLE);
+    ck_assert_ptr_null(got);
+    /* the idle one is kept for when the backend is back */
+    ck_assert_int_eq(f->destroyed, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.idle, 1);
+    ck_assert_int_eq(s.breaker, TIDE_BREAKER_INACTIVE);
+    ck_assert_uint_eq(s.shed, 2);
+    ck_assert(s.refusal == 1.0);
+    ck_assert_int_eq(fx->makes, 1);
+    tide_breaker_activate(br, now_ns());
+    struct answer *c = acquired();
+    ck_assert_ptr_eq(c->resource, f);
+}
+END_TEST
+
+START_TEST(strikes_open_the_breaker_and_refuse_queued_waiters)
+{
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
+                                     .strikes = 2,
+                                     .cooldown = TIDE_SEC(10)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .ward = {.breaker = &b}};
+    fixture_pool(&o);
+    fx->mode = MAKE_FAIL_LATER;
+    struct answer *a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = acquire(TIDE_SEC(2), NULL);
+    ck_assert(run_until(answered_all, 1000));
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(a[i]->status, fx->fail_code);
+    for (int i = 2; i < 4; i++) {
+        ck_assert_int_eq(a[i]->status, TIDE_EUNAVAILABLE);
+        ck_assert_int_eq(a[i]->guard, TIDE_GUARD_BREAKER);
+        ck_assert_int_eq(a[i]->make_error, fx->fail_code);
+    }
+    ck_assert_int_eq(fx->makes, 2);
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_INACTIVE);
+}
+END_TEST
+
+START_TEST(recovering_breaker_probes_once_then_activates)
+{
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
+                                     .strikes = 2,
+                                     .cooldown = TIDE_MS(100)};
+    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    fixture_pool(&o);
+    fx->plan[0] = fx->plan[1] = MAKE_FAIL;
+    fx->n_plan = 2;
+    fx->mode = MAKE_NEVER;
+    struct answer *a = acquire(0, NULL);
+    struct answer *b2 = acquire(0, NULL);
+    ck_assert(run_until(answered_all, 1000));
+    ck_assert_int_eq(b2->status, fx->fail_code);
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_INACTIVE);
+    struct answer *c = acquire(0, NULL);
+    ck_assert(run_until_answered(c, 1000));
+    ck_assert_int_eq(c->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(fx->makes, 2);
+    run_ms(120); /* the cooldown */
+    /* one probe goes out; a second caller is not let through meanwhile */
+    struct answer *d = acquire(0, NULL);
+    struct answer *e = acquire(0, NULL);
+    ck_assert(run_until_answered(e, 1000));
+    ck_assert_int_eq(fx->makes, 3);
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_RECOVERING);
+    ck_assert_int_eq(e->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(e->guard, TIDE_GUARD_BREAKER);
+    ck_assert_int_eq(d->calls, 0);
+    /* the probe succeeds: ACTIVE, and d has it */
+    struct fake *f = answer_held(true);
+    ck_assert(run_until_answered(d, 1000));
+    ck_assert_ptr_eq(d->resource, f);
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_ACTIVE);
+    fx->mode = MAKE_NOW;
+    struct answer *g = acquired();
+    ck_assert_ptr_ne(g->resource, f);
+    (void)a;
+}
+END_TEST
+
+struct reports {
+    int successes;
+    int failures;
+    bool open_on_failure;
+};
+
+static void report_success(struct tide_breaker *b, int64_t now, void *arg)
+{
+    (void)b;
+    (void)now;
+    ((struct reports *)arg)->successes++;
+}
+
+static void report_failure(struct tide_breaker *b, int64_t now, void *arg)
+{
+    struct reports *r = arg;
+    r->failures++;
+    if (r->open_on_failure)
+        tide_breaker_deactivate(b, now);
+}
+
+static bool should_recover(struct tide_breaker *b, int64_t now, void *arg)
+{
+    (void)b;
+    (void)now;
+    (void)arg;
+    return false;
+}
+
+static const struct tide_breaker_strategy counting = {
+    .report_success = report_success,
+    .report_failure = report_failure,
+    .should_recover = should_recover,
+};
+
+START_TEST(strategy_hears_every_success_and_failure)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_CUSTOM,
+                                     .strategy = &counting,
+                                     .strategy_arg = &r};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 3),
+                                    .health_interval = TIDE_FOREVER,
+                                    .ward = {.breaker = &b}};
+    fixture_pool(&o);
+    fx->plan[2] = MAKE_FAIL;
+    fx->n_plan = 3;
+    struct answer *a = acquired();                /* success 1 */
+    struct answer *b2 = acquired();               /* success 2 */
+    struct answer *c = acquire(0, NULL);          /* failure 1 */
+    ck_assert(run_until_answered(c, 1000));
+    ck_assert_int_eq(c->status, fx->fail_code);
+    ck_assert_int_eq(r.successes, 2);
+    ck_assert_int_eq(r.failures, 1);
+    void *fa = a->resource;
+    a->resource = NULL;
+    ck_assert_int_eq(tide_evpool_discard(fx->pool, fa), 0); /* failure 2 */
+    ((struct fake *)b2->resource)->broken = true;
+    release(b2);                                  /* failure 3 */
+    ck_assert_int_eq(r.failures, 3);
+    struct answer *d = acquired();                /* success 3 */
+    struct fake *fd = release(d);
+    fd->dead = true;
+    struct answer *e = acquired();  /* failure 4 (alive), then success 4 */
+    ck_assert_ptr_ne(e->resource, fd);
+    ck_assert_int_eq(r.successes, 4);
+    ck_assert_int_eq(r.failures, 4);
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.made, 4);
+    ck_assert_uint_eq(s.make_failures, 1);
+    ck_assert_uint_eq(s.health_failures, 2);
+}
+END_TEST
+
+START_TEST(strategy_installed_on_the_pools_breaker)
+{
+    struct reports r = {.open_on_failure = true};
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
+    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    fixture_pool(&o);
+    ck_assert_int_eq(tide_breaker_set_strategy(tide_evpool_breaker(fx->pool),
+                                               &counting, &r),
+                     0);
+    struct answer *a = acquired();
+    ck_assert_int_eq(r.successes, 1);
+    void *fa = a->resource;
+    a->resource = NULL;
+    ck_assert_int_eq(tide_evpool_discard(fx->pool, fa), 0);
+    ck_assert_int_eq(r.failures, 1);
+    /* the strategy opened the breaker on that failure */
+    struct answer *c = acquire(0, NULL);
+    ck_assert(run_until_answered(c, 1000));
+    ck_assert_int_eq(c->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(c->guard, TIDE_GUARD_BREAKER);
+    ck_assert_int_eq(fx->makes, 1);
+}
+END_TEST
+
+START_TEST(bucket_spaces_makes_and_waiters_are_served_in_order)
+{
+    struct tide_bucket_options bucket = {.rate = 20, .burst = 1};
+    struct tide_evpool_options o = {.ward = {.bucket = &bucket}};
+    fixture_pool(&o);
+    struct answer *a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = acquire(TIDE_SEC(2), NULL);
+    int64_t start = now_ns();
+    ck_assert(run_until(answered_all, 1500));
+    /* a token every 50 ms: the third waits for two of them */
+    ck_assert_int_ge(now_ns() - start, TIDE_MS(90));
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(a[i]->status, 0);
+        ck_assert_int_eq(a[i]->order, i);
+    }
+    ck_assert_int_eq(fx->makes, 3);
+}
+END_TEST
+
+static Suite *ward_suite(void)
+{
+    Suite *s = suite_create("ward");
+    TCase *tc = tcase_create("breaker");
+    fixture_add(tc);
+    tcase_add_test(tc, pool_without_a_breaker_has_none);
+    tcase_add_test(tc, inactive_breaker_fails_acquires_fast_even_with_idle);
+    tcase_add_test(tc, strikes_open_the_breaker_and_refuse_queued_waiters);
+    tcase_add_test(tc, recovering_breaker_probes_once_then_activates);
+    tcase_add_test(tc, strategy_hears_every_success_and_failure);
+    tcase_add_test(tc, strategy_installed_on_the_pools_breaker);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("later");
+    fixture_add(tc);
+    tcase_add_test(tc, bucket_spaces_makes_and_waiters_are_served_in_order);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TIDE_TEST_MAIN(ward_suite)
