@@ -25,10 +25,11 @@ static void start_check(struct tide_evpool *p, uint32_t i)
         free(t);
         return;
     }
-    if (p->factory.watch)
-        p->factory.watch(p, c->resource, false, p->factory.arg);
+    /* counted as in a check before any hook runs, as the core counts it */
     c->state = CONN_CHECKING;
     p->checking++;
+    if (p->factory.watch)
+        p->factory.watch(p, c->resource, false, p->factory.arg);
     t->pool = p;
     t->resource = c->resource;
     t->destroy = p->factory.destroy;

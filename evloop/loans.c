@@ -99,15 +99,19 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         }
         uint32_t i = tide__conn_find(p, t.item);
         struct conn *c = &p->conns[i];
-        unwatch(p, c);
-        c->state = CONN_LENT;
         if (t.answer == TIDE_STALE) {
+            unwatch(p, c);
             p->counters.stale++;
             tide__conn_remove(p, i);
             tide__resource_destroy(p, t.item);
             continue;
         }
-        p->lent++; /* counted as lent so destroy below keeps counts */
+        /* counted as lent before the hooks run (stats from inside them add
+         * up) and so that a destroy below keeps the counts */
+        c->state = CONN_LENT;
+        p->lent++;
+        if (p->factory.watch)
+            p->factory.watch(p, c->resource, false, p->factory.arg);
         if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
             p->counters.health_failures++;
             tide__report_failure(p);
