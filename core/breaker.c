@@ -39,6 +39,8 @@ void tide__breaker_init(struct tide_breaker *b,
                         const struct tide_breaker_options *o)
 {
     memset(b, 0, sizeof *b);
+    b->head_from = INT64_MAX; /* no history yet: no tick is current */
+    b->head_until = INT64_MIN;
     b->state = TIDE_BREAKER_ACTIVE;
     b->policy = o->policy == TIDE_BREAKER_CUSTOM ? TIDE_BREAKER_ADAPTIVE : o->policy;
     if (o->policy == TIDE_BREAKER_CUSTOM) {
@@ -96,16 +98,33 @@ static void clear_history(struct tide_breaker *b)
     b->total_attempts = 0;
     b->total_accepts = 0;
     b->started = false;
+    b->head_from = INT64_MAX;
+    b->head_until = INT64_MIN;
+}
+
+/* Notes the clock values of the tick `now` falls in, which is the head:
+ * clamped to the clock's range, where the tick's edges may not fit. */
+static void note_head(struct tide_breaker *b, int64_t now)
+{
+    int64_t into = now % b->width; /* how far into its tick now is */
+    if (into < 0)
+        into += b->width;
+    int64_t left = b->width - 1 - into;
+    b->head_from = now < INT64_MIN + into ? INT64_MIN : now - into;
+    b->head_until = now > INT64_MAX - left ? INT64_MAX : now + left;
 }
 
 /* Moves the window to now: buckets older than the window fall out. A clock
  * that goes back counts into the newest bucket. Returns the newest slot. */
 static size_t slide(struct tide_breaker *b, int64_t now)
 {
+    if (now >= b->head_from && now <= b->head_until)
+        return (size_t)((uint64_t)b->head % TIDE__RING);
     int64_t tick = floor_div(now, b->width);
     if (!b->started) {
         b->started = true;
         b->head = tick;
+        note_head(b, now);
     } else if (tick > b->head) {
         uint64_t gap = (uint64_t)tick - (uint64_t)b->head;
         if (gap >= TIDE__RING) {
@@ -121,6 +140,7 @@ static size_t slide(struct tide_breaker *b, int64_t now)
             }
         }
         b->head = tick;
+        note_head(b, now);
     }
     return (size_t)((uint64_t)b->head % TIDE__RING);
 }
@@ -142,8 +162,10 @@ static double adaptive_refusal(struct tide_breaker *b, int64_t now)
 {
     slide(b, now);
     double attempts = (double)b->total_attempts;
-    double p = (attempts - b->k * (double)b->total_accepts) / (attempts + 1.0);
-    return p > 0.0 ? p : 0.0;
+    double excess = attempts - b->k * (double)b->total_accepts;
+    if (!(excess > 0.0))
+        return 0.0; /* no division in the usual, healthy case */
+    return excess / (attempts + 1.0);
 }
 
 /* ---- policy dispatch ---- */
@@ -193,7 +215,7 @@ bool tide__breaker_blocks(struct tide_breaker *b, int64_t now)
     return b->state == TIDE_BREAKER_INACTIVE;
 }
 
-bool tide__breaker_admit(struct tide_breaker *b, int64_t now, double *roll)
+bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll)
 {
     if (tide__breaker_blocks(b, now))
         return false;
@@ -218,7 +240,7 @@ bool tide__breaker_admit(struct tide_breaker *b, int64_t now, double *roll)
 bool tide_breaker_admit(struct tide_breaker *b, int64_t now, double roll)
 {
     roll = tide__roll(roll);
-    return tide__breaker_admit(b, now, &roll);
+    return tide__breaker_decide(b, now, &roll);
 }
 
 void tide_breaker_success(struct tide_breaker *b, int64_t now)

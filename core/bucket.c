@@ -52,20 +52,9 @@ void tide_bucket_free(struct tide_bucket *b)
     free(b);
 }
 
-/* Accrues the tokens earned since the last look. A clock that goes back
- * earns nothing rather than taking tokens away. */
-static void refill(struct tide_bucket *b, int64_t now)
-{
-    if (now <= b->stamp)
-        return;
-    double earned = (double)tide__elapsed(b->stamp, now) * b->rate;
-    b->tokens = b->tokens + earned < b->burst ? b->tokens + earned : b->burst;
-    b->stamp = now;
-}
-
 bool tide_bucket_take(struct tide_bucket *b, int64_t now)
 {
-    refill(b, now);
+    tide__bucket_refill(b, now);
     if (b->tokens < 1.0)
         return false;
     b->tokens -= 1.0;
@@ -74,7 +63,7 @@ bool tide_bucket_take(struct tide_bucket *b, int64_t now)
 
 int64_t tide_bucket_next(struct tide_bucket *b, int64_t now)
 {
-    refill(b, now);
+    tide__bucket_refill(b, now);
     if (b->tokens >= 1.0)
         return 0;
     double wait = (1.0 - b->tokens) / b->rate;
@@ -86,6 +75,6 @@ int64_t tide_bucket_next(struct tide_bucket *b, int64_t now)
 
 double tide_bucket_tokens(struct tide_bucket *b, int64_t now)
 {
-    refill(b, now);
+    tide__bucket_refill(b, now);
     return b->tokens;
 }

@@ -50,6 +50,19 @@ struct tide_bucket {
 };
 
 struct tide_bucket_options tide__bucket_resolve(struct tide_bucket_options o);
+
+/* Accrues the tokens earned since the last look. A clock that goes back
+ * earns nothing rather than taking tokens away. Inline: a pool with a bucket
+ * runs it on every make. */
+static inline void tide__bucket_refill(struct tide_bucket *b, int64_t now)
+{
+    if (now <= b->stamp)
+        return;
+    double earned = (double)tide__elapsed(b->stamp, now) * b->rate;
+    b->tokens = b->tokens + earned < b->burst ? b->tokens + earned : b->burst;
+    b->stamp = now;
+}
+
 int tide__bucket_check(const struct tide_bucket_options *o);
 void tide__bucket_init(struct tide_bucket *b,
                        const struct tide_bucket_options *resolved, int64_t now);
@@ -72,6 +85,10 @@ struct tide_breaker {
     /* ADAPTIVE history: counts per bucket, newest at tick `head` */
     int64_t head;
     bool started;
+    /* The clock values inside tick `head` (inclusive; empty until started):
+     * for them the window has not moved, and no division is needed. */
+    int64_t head_from;
+    int64_t head_until;
     uint32_t attempts[TIDE__RING];
     uint32_t accepts[TIDE__RING];
     uint64_t total_attempts;
@@ -85,9 +102,48 @@ void tide__breaker_init(struct tide_breaker *b,
 /* true while the breaker refuses every take (INACTIVE); asks the policy
  * whether to start probing first. */
 bool tide__breaker_blocks(struct tide_breaker *b, int64_t now);
+bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll);
+
+/* The common cases of admit and success are inline, for a pool runs them on
+ * every make: an ACTIVE breaker with a built-in policy whose adaptive
+ * history is at now's tick already, so there is nothing to slide. */
+static inline bool tide__breaker_current(const struct tide_breaker *b,
+                                         int64_t now)
+{
+    return !b->strategy && b->state == TIDE_BREAKER_ACTIVE &&
+           (b->policy != TIDE_BREAKER_ADAPTIVE ||
+            (now >= b->head_from && now <= b->head_until));
+}
+
 /* tide_breaker_admit that also rescales *roll to a fresh uniform draw when
- * it lets the make through, so the same roll can still spread its life. */
-bool tide__breaker_admit(struct tide_breaker *b, int64_t now, double *roll);
+ * it lets the make through, so the same roll can still spread its life.
+ * With no refused or failed attempt in the window (attempts <= accepts; k is
+ * at least 1) the adaptive refusal is 0: let it through, roll unchanged. */
+static inline bool tide__breaker_admit(struct tide_breaker *b, int64_t now,
+                                       double *roll)
+{
+    if (tide__breaker_current(b, now) &&
+        (b->policy != TIDE_BREAKER_ADAPTIVE ||
+         b->total_attempts <= b->total_accepts))
+        return true;
+    return tide__breaker_decide(b, now, roll);
+}
+
+/* tide_breaker_success; the adaptive record of an ACTIVE breaker inline. */
+static inline void tide__breaker_success(struct tide_breaker *b, int64_t now)
+{
+    if (!tide__breaker_current(b, now) || b->policy != TIDE_BREAKER_ADAPTIVE) {
+        tide_breaker_success(b, now);
+        return;
+    }
+    size_t at = (size_t)((uint64_t)b->head % TIDE__RING);
+    if (b->attempts[at] == UINT32_MAX)
+        return; /* saturated: the share is settled by then */
+    b->attempts[at]++;
+    b->total_attempts++;
+    b->accepts[at]++;
+    b->total_accepts++;
+}
 
 struct tide_shedder {
     int64_t lag_target;

@@ -321,9 +321,10 @@ static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
         return answer(TIDE_LATER, NULL, tide__elapsed(now, p->backoff_until),
                       TIDE_GUARD_BACKOFF);
     if (p->has_bucket) {
-        int64_t wait = tide_bucket_next(&p->bucket, now);
-        if (wait > 0)
-            return answer(TIDE_LATER, NULL, wait, TIDE_GUARD_BUCKET);
+        tide__bucket_refill(&p->bucket, now);
+        if (p->bucket.tokens < 1.0)
+            return answer(TIDE_LATER, NULL, tide_bucket_next(&p->bucket, now),
+                          TIDE_GUARD_BUCKET);
     }
     /* Room in the books before the breaker counts a probe it cannot use. */
     if (!ensure_free_slot(p))
@@ -331,7 +332,7 @@ static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
     if (p->has_breaker && !tide__breaker_admit(&p->breaker, now, &roll))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
     if (p->has_bucket)
-        (void)tide_bucket_take(&p->bucket, now);
+        p->bucket.tokens -= 1.0; /* refilled at now above, and one is there */
     uint32_t i = slot_take_free(p);
     struct slot *s = &p->slots[i];
     s->item = NULL;
@@ -452,7 +453,7 @@ static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
     tide__itemmap_put(&p->map, at, i);
     p->lent_count++;
     if (p->has_breaker)
-        tide_breaker_success(&p->breaker, now);
+        tide__breaker_success(&p->breaker, now);
     if (p->has_backoff) {
         p->backoff_failures = 0;
         p->backoff_previous = 0;
