@@ -30,7 +30,9 @@ static int check_options(const struct tide_evpool_options *o)
     int rc = tide_limits_check(&o->limits);
     if (rc)
         return rc;
-    if (o->min < 0 || o->min > o->limits.size)
+    /* A minimum above idle could never be kept: each one made past idle is
+     * "not kept" and closed, and topping up makes it again, forever. */
+    if (o->min < 0 || o->min > o->limits.size || o->min > o->limits.idle)
         return TIDE_EINVAL;
     if (o->make_timeout < 0 || o->acquire_timeout <= 0 ||
         o->acquire_timeout == TIDE_FOREVER || o->health_interval < 0 ||

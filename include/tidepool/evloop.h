@@ -90,7 +90,8 @@ typedef void (*tide_leak_cb)(struct tide_evpool *pool, void *resource,
 struct tide_evpool_options {
     struct tide_limits limits; /* the core's limits (presets: see core.h) */
     struct tide_ward ward;     /* guards; pointers borrowed during new */
-    int64_t min;               /* made at start and kept; preset 0 */
+    int64_t min;               /* made at start and kept; preset 0; at
+                                  most limits.size and limits.idle */
     int64_t make_timeout;      /* preset 10 s */
     int64_t acquire_timeout;   /* for acquire(timeout = 0); preset 30 s;
                                   must be finite */
@@ -114,7 +115,8 @@ struct tide_evpool_options {
 /* Creates a pool on `base` (borrowed; must outlive the pool). The factory
  * table is copied; factory->arg is borrowed. Starts making `min` resources.
  * Returns 0; TIDE_EINVAL (NULL base/factory/out, make or destroy missing,
- * min > size, an infinite acquire_timeout, a negative span); the core's
+ * min > size or min > idle, an infinite acquire_timeout, a negative span or
+ * count); the core's
  * TIDE_ELIMITS/EBREAKER/EBUCKET/EBACKOFF/ESHEDDER; TIDE_ENOMEM. */
 TIDE_API TIDE_MUST_USE int tide_evpool_new(struct event_base *base,
                                            const struct tide_factory *factory,

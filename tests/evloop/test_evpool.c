@@ -1,111 +1,379 @@
-/* tests for the evloop adapter: one test per promise. */
+/* tests for evloop/evpool.c: options, creation, close, free from anywhere,
+ * stats, and the error table as this layer uses it. */
 #include "fixture.h"
 
-static bool answered_all(void)
+#include <string.h>
+
+static int try_new(const struct tide_evpool_options *o)
 {
-    for (int i = 0; i < fx->n_answers; i++)
-        if (fx->answers[i].calls == 0)
-            return false;
-    return true;
+    struct tide_evpool *p = (struct tide_evpool *)fx;
+    int rc = tide_evpool_new(fx->base, &fx->factory, o, &p);
+    if (rc == 0)
+        tide_evpool_free(p);
+    else
+        ck_assert_ptr_null(p);
+    return rc;
 }
 
-START_TEST(acquire_makes_and_answers_from_the_loop)
+START_TEST(new_refuses_invalid_options)
 {
-    fixture_pool(NULL);
-    struct answer *a = acquire(0, NULL);
-    ck_assert_int_eq(a->calls, 0); /* never inside acquire() */
-    ck_assert(run_until(answered_all, 1000));
-    ck_assert_int_eq(a->status, 0);
-    ck_assert_ptr_nonnull(a->resource);
-    ck_assert_int_eq(fx->makes, 1);
+    struct tide_evpool *p = NULL;
+    struct tide_factory f = fx->factory;
+    ck_assert_int_eq(tide_evpool_new(NULL, &f, NULL, &p), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_new(fx->base, NULL, NULL, &p), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_new(fx->base, &f, NULL, NULL), TIDE_EINVAL);
+    f.make = NULL;
+    ck_assert_int_eq(tide_evpool_new(fx->base, &f, NULL, &p), TIDE_EINVAL);
+    f = fx->factory;
+    f.destroy = NULL;
+    ck_assert_int_eq(tide_evpool_new(fx->base, &f, NULL, &p), TIDE_EINVAL);
+    ck_assert_ptr_null(p);
+
+    struct tide_evpool_options bad[] = {
+        {.limits = TIDE_LIMITS(.size = 2), .min = 3},
+        {.limits = {.size = 5, .idle = 2}, .min = 3}, /* could never keep it */
+        {.min = -1},
+        {.acquire_timeout = TIDE_FOREVER},
+        {.acquire_timeout = -1},
+        {.make_timeout = -1},
+        {.health_interval = -1},
+        {.evict_interval = -1},
+        {.queue_max = -1},
+        {.leak_after = -1},
+        {.retire_after = -1},
+        {.lag_interval = -1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(try_new(&bad[i]) == TIDE_EINVAL, "bad options %zu", i);
+
+    /* what the core refuses, with the core's code */
+    struct tide_evpool_options o = {.limits = {.size = -1}};
+    ck_assert_int_eq(try_new(&o), TIDE_ELIMITS);
+    o = (struct tide_evpool_options){.limits = {.spread = 2}};
+    ck_assert_int_eq(try_new(&o), TIDE_ELIMITS);
+    struct tide_breaker_options br = {.k = 0.5};
+    o = (struct tide_evpool_options){.ward = {.breaker = &br}};
+    ck_assert_int_eq(try_new(&o), TIDE_EBREAKER);
+    struct tide_bucket_options bu = {.rate = -1};
+    o = (struct tide_evpool_options){.ward = {.bucket = &bu}};
+    ck_assert_int_eq(try_new(&o), TIDE_EBUCKET);
+    struct tide_backoff bo = {.factor = 0.5};
+    o = (struct tide_evpool_options){.ward = {.backoff = &bo}};
+    ck_assert_int_eq(try_new(&o), TIDE_EBACKOFF);
+    struct tide_shedder_options sh = {.decrease = 2};
+    o = (struct tide_evpool_options){.ward = {.shedder = &sh}};
+    ck_assert_int_eq(try_new(&o), TIDE_ESHEDDER);
+
+    /* and the edges that are fine */
+    struct tide_evpool_options good[] = {
+        {0},
+        {.limits = TIDE_LIMITS(.size = 3), .min = 3},
+        {.limits = TIDE_LIMITS(.size = TIDE_UNLIMITED)},
+        {.make_timeout = TIDE_FOREVER, .health_interval = TIDE_FOREVER,
+         .evict_interval = TIDE_FOREVER, .queue_max = TIDE_UNLIMITED},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(try_new(&good[i]) == 0, "good options %zu", i);
+    ck_assert_int_eq(try_new(NULL), 0);
+    run_ms(5);
+    ck_assert_int_eq(fx->makes, 0); /* freed before the loop ran */
 }
 END_TEST
 
-START_TEST(release_keeps_it_idle_and_reuses_it)
+START_TEST(close_wakes_every_waiter_and_destroys_each_resource_once)
 {
-    fixture_pool(NULL);
-    struct answer *a = acquire(0, NULL);
-    ck_assert(run_until(answered_all, 1000));
-    struct fake *f = a->resource;
-    ck_assert_int_eq(tide_evpool_release(fx->pool, f), 0);
-    a->resource = NULL;
-    ck_assert(f->watched);
-    struct answer *b = acquire(0, NULL);
-    ck_assert(run_until(answered_all, 1000));
-    ck_assert_ptr_eq(b->resource, f);
-    ck_assert_int_eq(fx->makes, 1);
-}
-END_TEST
-
-START_TEST(waiters_are_served_in_order)
-{
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 2)};
     fixture_pool(&o);
-    struct answer *a[4];
-    for (int i = 0; i < 4; i++)
-        a[i] = acquire(0, NULL);
-    ck_assert(run_until(answered_all, 1000) == false);
-    ck_assert_int_eq(a[0]->status, 0);
-    for (int i = 1; i < 4; i++) {
-        ck_assert_int_eq(a[i]->calls, 0);
-        void *r = a[i - 1]->resource;
-        a[i - 1]->resource = NULL;
-        ck_assert_int_eq(tide_evpool_release(fx->pool, r), 0);
-        run_ms(5);
-        ck_assert_int_eq(a[i]->calls, 1);
-        ck_assert_ptr_eq(a[i]->resource, r);
-    }
-}
-END_TEST
-
-START_TEST(failing_factory_gives_each_waiter_one_error)
-{
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1)};
-    fx->mode = MAKE_FAIL_LATER;
-    fixture_pool(&o);
-    struct answer *a[3];
+    struct answer *a = acquired();
+    struct answer *b = acquired();
+    struct answer *w[3];
     for (int i = 0; i < 3; i++)
-        a[i] = acquire(TIDE_SEC(2), NULL);
-    ck_assert(run_until(answered_all, 1500));
+        w[i] = acquire(TIDE_SEC(5), NULL);
+    run_ms(5);
+    ck_assert_int_eq(stats().waiting, 3);
+    ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL), 0);
+    ck_assert_int_eq(w[0]->calls, 0); /* from the loop */
+    ck_assert(run_until(answered_all, 1000));
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(a[i]->calls, 1);
-        ck_assert_int_eq(a[i]->status, fx->fail_code);
-        ck_assert_str_eq(a[i]->message, "scripted failure");
+        ck_assert_int_eq(w[i]->calls, 1);
+        ck_assert_int_eq(w[i]->status, TIDE_ECLOSED);
+        ck_assert_int_eq(w[i]->guard, TIDE_GUARD_CLOSED);
+        ck_assert_int_eq(w[i]->order, 2 + i);
     }
+    /* lent ones are destroyed as they come back, and only then done */
+    ck_assert(!fx->closed);
+    struct fake *fa = release(a);
+    ck_assert_int_eq(fa->destroyed, 1);
+    run_ms(5);
+    ck_assert(!fx->closed);
+    struct fake *fb = b->resource;
+    b->resource = NULL;
+    ck_assert_int_eq(tide_evpool_discard(fx->pool, fb), 0);
+    ck_assert_int_eq(fb->destroyed, 1);
+    ck_assert(!fx->closed); /* done comes from the loop too */
+    run_ms(5);
+    ck_assert(fx->closed);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.live, 0);
+    ck_assert_uint_eq(s.made, s.destroyed);
+    /* nothing pending: the loop runs dry with the pool still allocated */
+    ck_assert_int_eq(event_base_loop(fx->base, EVLOOP_NONBLOCK | EVLOOP_ONCE),
+                     1);
 }
 END_TEST
 
-START_TEST(close_fails_waiters_and_destroys_idle_once)
+static int closed_calls;
+
+static void count_closed(struct tide_evpool *pool, void *arg)
+{
+    (void)pool;
+    ck_assert_ptr_eq(arg, &closed_calls);
+    closed_calls++;
+    fx->closed = true;
+}
+
+START_TEST(close_destroys_idle_at_once_and_calls_done_once)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 3)};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct answer *b = acquired();
+    struct fake *fa = release(a);
+    struct fake *fb = release(b);
+    ck_assert_int_eq(tide_evpool_close(fx->pool, count_closed, &closed_calls),
+                     0);
+    ck_assert_int_eq(fa->destroyed, 1);
+    ck_assert_int_eq(fb->destroyed, 1);
+    ck_assert_int_eq(closed_calls, 0);
+    ck_assert_int_eq(tide_evpool_close(fx->pool, count_closed, &closed_calls),
+                     TIDE_ECLOSED);
+    ck_assert_int_eq(event_base_dispatch(fx->base), 1); /* runs dry */
+    ck_assert_int_eq(closed_calls, 1);
+}
+END_TEST
+
+static void never_called(struct tide_evpool *pool, int status, void *resource,
+                         const struct tide_why *why, void *arg)
+{
+    (void)pool;
+    (void)status;
+    (void)resource;
+    (void)why;
+    (void)arg;
+    ck_abort_msg("an acquire refused at once must not call back");
+}
+
+START_TEST(acquire_after_close_is_refused)
+{
+    fixture_pool(NULL);
+    ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL), 0);
+    struct tide_acquire *h = NULL;
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, never_called, NULL, &h),
+                     TIDE_ECLOSED);
+    ck_assert_ptr_null(h);
+    run_ms(5);
+    ck_assert(fx->closed);
+}
+END_TEST
+
+START_TEST(free_from_inside_an_acquire_callback)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 2)};
+    fixture_pool(&o);
+    struct answer *a = acquired(); /* lent, and not given back */
+    fx->mode = MAKE_LATER;
+    fx->delay = TIDE_MS(5);
+    fx->free_in_callback = true;
+    struct answer *b = acquire(0, NULL); /* its callback frees the pool */
+    struct answer *c = acquire(0, NULL); /* queued behind it: dropped */
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_ptr_null(fx->pool);
+    ck_assert_int_eq(b->status, 0);
+    run_ms(20);
+    ck_assert_int_eq(c->calls, 0);
+    /* every resource destroyed once, lent ones included */
+    ck_assert_int_eq(((struct fake *)a->resource)->destroyed, 1);
+    ck_assert_int_eq(((struct fake *)b->resource)->destroyed, 1);
+    a->resource = b->resource = NULL;
+}
+END_TEST
+
+START_TEST(free_from_inside_a_timeout_callback)
 {
     struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1)};
     fixture_pool(&o);
-    struct answer *a = acquire(0, NULL);
-    struct answer *b = acquire(0, NULL);
-    run_ms(5);
-    ck_assert_int_eq(a->status, 0);
-    ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL), 0);
-    ck_assert_int_eq(tide_evpool_close(fx->pool, NULL, NULL), TIDE_ECLOSED);
-    run_ms(5);
-    ck_assert_int_eq(b->calls, 1);
-    ck_assert_int_eq(b->status, TIDE_ECLOSED);
-    struct fake *f = a->resource;
-    ck_assert_int_eq(f->destroyed, 0); /* lent: destroyed when it returns */
+    struct answer *a = acquired();
+    fx->free_in_callback = true;
+    struct answer *b = acquire(TIDE_MS(10), NULL);
+    struct answer *c = acquire(TIDE_MS(10), NULL); /* times out together */
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_ptr_null(fx->pool);
+    ck_assert_int_eq(b->status, TIDE_ETIMEDOUT);
+    run_ms(20);
+    ck_assert_int_eq(c->calls, 0);
+    ck_assert_int_eq(((struct fake *)a->resource)->destroyed, 1);
     a->resource = NULL;
-    ck_assert_int_eq(tide_evpool_release(fx->pool, f), 0);
+}
+END_TEST
+
+static void free_on_closed(struct tide_evpool *pool, void *arg)
+{
+    (void)arg;
+    tide_evpool_free(pool);
+    fx->pool = NULL;
+    fx->closed = true;
+}
+
+START_TEST(free_from_inside_the_close_callback)
+{
+    fixture_pool(NULL);
+    struct fake *f = release(acquired());
+    ck_assert_int_eq(tide_evpool_close(fx->pool, free_on_closed, NULL), 0);
+    ck_assert_int_eq(event_base_dispatch(fx->base), 1);
+    ck_assert(fx->closed);
+    ck_assert_ptr_null(fx->pool);
     ck_assert_int_eq(f->destroyed, 1);
+}
+END_TEST
+
+static void free_on_leak(struct tide_evpool *pool, void *resource, int64_t held,
+                         void *arg)
+{
+    (void)resource;
+    (void)held;
+    (void)arg;
+    tide_evpool_free(pool);
+    fx->pool = NULL;
+}
+
+START_TEST(free_from_inside_a_leak_report)
+{
+    struct tide_evpool_options o = {.leak_after = TIDE_MS(10),
+                                    .on_leak = free_on_leak};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct answer *b = acquired();
+    run_ms(50);
+    ck_assert_ptr_null(fx->pool);
+    ck_assert_int_eq(((struct fake *)a->resource)->destroyed, 1);
+    ck_assert_int_eq(((struct fake *)b->resource)->destroyed, 1);
+    a->resource = b->resource = NULL;
+}
+END_TEST
+
+START_TEST(free_with_work_in_flight_leaves_nothing_behind)
+{
+    fixture_pool(NULL);
+    struct answer *a = acquired();
+    release(acquired()); /* idle: the first acquire below takes it */
+    fx->mode = MAKE_LATER;
+    acquire(TIDE_SEC(1), NULL);
+    acquire(TIDE_SEC(1), NULL);
+    run_ms(1);
+    tide_evpool_free(fx->pool); /* outside any callback: at once */
+    fx->pool = NULL;
+    ck_assert_int_eq(((struct fake *)a->resource)->destroyed, 1);
+    a->resource = NULL;
+    /* the teardown answers the makes late and checks the loop runs dry */
+}
+END_TEST
+
+START_TEST(stats_count_and_wait_percentiles)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1)};
+    fixture_pool(&o);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.wait_p50, 0);
+    ck_assert_int_eq(s.wait_max, 0);
+    struct answer *a = acquired();
+    struct answer *b = acquire(0, NULL);
+    struct answer *c = acquire(TIDE_MS(10), NULL); /* times out */
+    struct answer *d = acquire(0, NULL);
+    run_ms(40);
+    s = stats();
+    ck_assert_int_eq(s.live, 1);
+    ck_assert_int_eq(s.lent, 1);
+    ck_assert_int_eq(s.idle, 0);
+    ck_assert_int_eq(s.making, 0);
+    ck_assert_int_eq(s.waiting, 2);
+    ck_assert_uint_eq(s.timeouts, 1);
+    ck_assert_int_eq(c->status, TIDE_ETIMEDOUT);
+    release(a);
+    ck_assert(run_until_answered(b, 1000));
+    run_ms(40);
+    release(b);
+    ck_assert(run_until_answered(d, 1000));
+    s = stats();
+    ck_assert_uint_eq(s.made, 1);
+    ck_assert_uint_eq(s.destroyed, 0);
+    ck_assert_int_eq(s.waiting, 0);
+    ck_assert_int_eq(s.lent, 1);
+    /* waits: a ~0, b ~40 ms, d ~80 ms (the timed-out c not counted) */
+    ck_assert_int_gt(s.wait_p50, TIDE_MS(30));
+    ck_assert_int_le(s.wait_p50, s.wait_p90);
+    ck_assert_int_le(s.wait_p90, s.wait_p99);
+    ck_assert_int_le(s.wait_p99, s.wait_max);
+    ck_assert_int_ge(s.wait_max, TIDE_MS(75));
+    ck_assert_int_lt(s.wait_max, TIDE_SEC(2));
+    ck_assert_int_eq(s.breaker, TIDE_BREAKER_ACTIVE);
+}
+END_TEST
+
+START_TEST(error_table_knows_the_evloop_codes)
+{
+    static const struct {
+        int code;
+        const char *name;
+    } codes[] = {
+        {TIDE_ETIMEDOUT, "TIDE_ETIMEDOUT"},
+        {TIDE_EUNAVAILABLE, "TIDE_EUNAVAILABLE"},
+        {TIDE_EQUEUEFULL, "TIDE_EQUEUEFULL"},
+        {TIDE_ECANCELLED, "TIDE_ECANCELLED"},
+        {TIDE_EMAKE, "TIDE_EMAKE"},
+        {TIDE_EMAKETIMEDOUT, "TIDE_EMAKETIMEDOUT"},
+        {TIDE_EWOULDBLOCK, "TIDE_EWOULDBLOCK"},
+        {TIDE_EBUSY, "TIDE_EBUSY"},
+    };
+    const char *unknown = tide_strerror(-999);
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        ck_assert_str_eq(tide_err_name(codes[i].code), codes[i].name);
+        ck_assert_str_ne(tide_strerror(codes[i].code), unknown);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_str_ne(tide_strerror(codes[i].code),
+                             tide_strerror(codes[j].code));
+    }
+    ck_assert_str_eq(tide_err_name(-999), "TIDE_E?");
 }
 END_TEST
 
 static Suite *evpool_suite(void)
 {
     Suite *s = suite_create("evpool");
-    TCase *tc = tcase_create("acquire");
+    TCase *tc = tcase_create("new");
     fixture_add(tc);
-    tcase_add_test(tc, acquire_makes_and_answers_from_the_loop);
-    tcase_add_test(tc, release_keeps_it_idle_and_reuses_it);
-    tcase_add_test(tc, waiters_are_served_in_order);
-    tcase_add_test(tc, failing_factory_gives_each_waiter_one_error);
-    tcase_add_test(tc, close_fails_waiters_and_destroys_idle_once);
+    tcase_add_test(tc, new_refuses_invalid_options);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("close");
+    fixture_add(tc);
+    tcase_add_test(tc, close_wakes_every_waiter_and_destroys_each_resource_once);
+    tcase_add_test(tc, close_destroys_idle_at_once_and_calls_done_once);
+    tcase_add_test(tc, acquire_after_close_is_refused);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("free");
+    fixture_add(tc);
+    tcase_add_test(tc, free_from_inside_an_acquire_callback);
+    tcase_add_test(tc, free_from_inside_a_timeout_callback);
+    tcase_add_test(tc, free_from_inside_the_close_callback);
+    tcase_add_test(tc, free_from_inside_a_leak_report);
+    tcase_add_test(tc, free_with_work_in_flight_leaves_nothing_behind);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("stats");
+    fixture_add(tc);
+    tcase_add_test(tc, stats_count_and_wait_percentiles);
+    tcase_add_test(tc, error_table_knows_the_evloop_codes);
     suite_add_tcase(s, tc);
     return s;
 }
