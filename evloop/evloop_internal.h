@@ -84,6 +84,7 @@ struct tide_make {
     struct event timer; /* make timeout */
     bool for_waiter;   /* made for a queued caller (else for the minimum) */
     bool abandoned;    /* timed out or cancelled: the core has forgotten it */
+    bool cancelled;    /* the factory's cancel ran: it runs once at most */
     /* kept to close a late success after the pool is gone */
     void (*destroy)(void *resource, void *arg);
     void *destroy_arg;
@@ -201,8 +202,9 @@ struct tide_evpool {
 
     struct counters counters;
     struct waits waits;
-    int last_error;
-    char *last_message;
+    int make_error;     /* the last make's code: 0 once one succeeds */
+    int last_error;     /* the last failed make's code, kept */
+    char *last_message; /* and its message */
 };
 
 /* evpool.c */

@@ -30,6 +30,7 @@ static void token_unlink(struct tide_evpool *p, struct tide_make *t)
 
 static void remember_error(struct tide_evpool *p, int code, const char *message)
 {
+    p->make_error = code;
     p->last_error = code;
     free(p->last_message);
     p->last_message = NULL;
@@ -62,6 +63,17 @@ static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
     tide__evpool_check_closed(p);
 }
 
+/* Tells the factory the pool has given up on t, once: a make that timed
+ * out is not cancelled again at close or free. The factory may answer (and
+ * so free) t inside its cancel. */
+static void cancel_once(struct tide_evpool *p, struct tide_make *t)
+{
+    if (t->cancelled || !p->factory.cancel)
+        return;
+    t->cancelled = true;
+    p->factory.cancel(t, p->factory.arg);
+}
+
 static void on_make_timeout(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -71,8 +83,7 @@ static void on_make_timeout(evutil_socket_t fd, short what, void *arg)
     tide__evpool_enter(p);
     t->abandoned = true;
     make_failed(p, t->for_waiter, TIDE_EMAKETIMEDOUT, NULL);
-    if (p->factory.cancel)
-        p->factory.cancel(t, p->factory.arg); /* may answer (and free) t */
+    cancel_once(p, t);
     tide__evpool_leave(p);
 }
 
@@ -160,6 +171,8 @@ void tide_evpool_made(struct tide_make *t, void *resource)
         p->makes_for_waiters--;
     (void)tide_pool_made(p->core, resource, p->now); /* a reservation is open */
     p->counters.made++;
+    /* a waiter answered from now on did not wait on a failing factory */
+    p->make_error = 0;
     tide__serve_made(p, i);
     tide__evpool_check_closed(p);
 }
@@ -181,12 +194,10 @@ struct tide_evpool *tide_make_pool(const struct tide_make *t)
 
 void tide__makes_cancel_all(struct tide_evpool *p)
 {
-    if (!p->factory.cancel)
-        return;
     /* cancel may answer (and free) the token: walk from a saved next */
     for (struct tide_make *t = p->makes, *next; t; t = next) {
         next = t->next;
-        p->factory.cancel(t, p->factory.arg);
+        cancel_once(p, t);
     }
 }
 
@@ -197,7 +208,6 @@ void tide__makes_orphan_all(struct tide_evpool *p)
         event_del(&t->timer);
         token_unlink(p, t);
         t->pool = NULL;
-        if (p->factory.cancel)
-            p->factory.cancel(t, p->factory.arg); /* may free t */
+        cancel_once(p, t); /* may free t */
     }
 }

@@ -79,7 +79,7 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
     w->resource = resource;
     w->why.guard = guard;
     w->why.retry_after = retry_after;
-    w->why.make_error = p->last_error;
+    w->why.make_error = p->make_error;
     if (message && !w->message) {
         size_t n = strlen(message) + 1;
         w->message = malloc(n);
@@ -115,9 +115,9 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     w->timer_armed = false;
     tide__evpool_enter(p);
     p->counters.timeouts++;
-    /* with a make that failed before, say why the wait was in vain */
+    /* when the last make failed, say why the wait was in vain */
     tide__waiter_answer(p, w, TIDE_ETIMEDOUT, NULL, TIDE_GUARD_NONE, 0,
-                        p->last_error ? p->last_message : NULL);
+                        p->make_error ? p->last_message : NULL);
     tide__waiters_deliver(p);
     /* its place in the make count passes on: re-run the pump */
     if (tide__evpool_leave(p))

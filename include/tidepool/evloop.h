@@ -146,7 +146,9 @@ TIDE_API void tide_evpool_free(struct tide_evpool *p);
 struct tide_why {
     enum tide_guard guard; /* TIDE_EUNAVAILABLE: who refused */
     int64_t retry_after;   /* ns until a retry may succeed; 0 if unknown */
-    int make_error;        /* the last make's code, 0 if none failed */
+    int make_error;        /* the last make's code: 0 when it succeeded
+                              or none ran (tide_evpool_last_error keeps
+                              the last failure) */
     const char *message;   /* for a person: the factory's message, or the
                               code's sentence; never NULL */
 };
