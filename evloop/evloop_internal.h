@@ -227,6 +227,9 @@ void tide__conn_remove(struct tide_evpool *p, uint32_t i);
 /* loans.c */
 /* Hands conn i (lent in the core) to a caller: counts the loan. */
 void tide__loan_start(struct tide_evpool *p, uint32_t i);
+/* Takes back a loan the caller never saw (set aside for a waiter that was
+ * cancelled before delivery): no loan counted, no reusable() asked. */
+void tide__loan_undo(struct tide_evpool *p, uint32_t i);
 /* Takes conn i off the books in the core, then destroys its resource. */
 void tide__conn_destroy(struct tide_evpool *p, uint32_t i);
 /* Destroys a resource that has no record (a late or orphan make). */

@@ -13,6 +13,14 @@ void tide__loan_start(struct tide_evpool *p, uint32_t i)
     p->lent++;
 }
 
+void tide__loan_undo(struct tide_evpool *p, uint32_t i)
+{
+    struct conn *c = &p->conns[i];
+    c->loans--;
+    p->lent--;
+    tide__conn_give(p, i);
+}
+
 void tide__report_failure(struct tide_evpool *p)
 {
     if (p->breaker)

@@ -175,10 +175,14 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
         return;
     }
     /* answered but not yet delivered: a resource set aside for it goes back
-     * (to the next waiter, through the pool) */
+     * (to the next waiter, through the pool) as if it had never been lent:
+     * the caller never saw it, so it is no loan for retire_after and no
+     * release for reusable() to judge */
     list_unlink(&p->ready, w);
-    if (w->status == 0 && w->resource)
-        (void)tide_evpool_release(p, w->resource);
+    if (w->status == 0 && w->resource) {
+        tide__evpool_clock(p);
+        tide__loan_undo(p, tide__conn_find(p, w->resource));
+    }
     if (notify) {
         w->status = TIDE_ECANCELLED;
         w->resource = NULL;

@@ -1,0 +1,337 @@
+/* tests for evloop/waiters.c: acquire, cancel, acquire timeouts, the queue
+ * bound and the order answers are delivered in. */
+#include "fixture.h"
+
+static void pool_of(int64_t size)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = size)};
+    fixture_pool(&o);
+}
+
+START_TEST(acquire_answers_from_the_loop_never_inside)
+{
+    fixture_pool(NULL);
+    struct answer *a = acquire(0, NULL);
+    /* the factory answered inside make(), inside the pump: still no call */
+    ck_assert_int_eq(a->calls, 0);
+    ck_assert(run_until_answered(a, 1000));
+    ck_assert_int_eq(a->status, 0);
+    ck_assert_ptr_nonnull(a->resource);
+    ck_assert_int_eq(fx->makes, 1);
+}
+END_TEST
+
+START_TEST(waiters_are_served_in_order)
+{
+    pool_of(1);
+    struct answer *a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = acquire(0, NULL);
+    ck_assert(run_until(answered_all, 200) == false);
+    ck_assert_int_eq(a[0]->status, 0);
+    for (int i = 1; i < 4; i++) {
+        ck_assert_int_eq(a[i]->calls, 0);
+        struct fake *r = release(a[i - 1]);
+        ck_assert(run_until_answered(a[i], 1000));
+        ck_assert_ptr_eq(a[i]->resource, r);
+        for (int j = i + 1; j < 4; j++)
+            ck_assert_int_eq(a[j]->calls, 0);
+    }
+    ck_assert_int_eq(fx->makes, 1);
+}
+END_TEST
+
+START_TEST(made_resources_go_to_the_oldest_waiter)
+{
+    pool_of(3);
+    fx->mode = MAKE_NEVER;
+    struct answer *a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = acquire(0, NULL);
+    run_ms(5);
+    ck_assert_int_eq(fx->n_held, 3);
+    /* whichever make answers first serves the oldest waiter */
+    for (int i = 0; i < 3; i++) {
+        struct fake *f = answer_held(true);
+        ck_assert(run_until_answered(a[i], 1000));
+        ck_assert_ptr_eq(a[i]->resource, f);
+        ck_assert_int_eq(a[i]->order, i);
+    }
+}
+END_TEST
+
+START_TEST(release_does_not_barge)
+{
+    pool_of(1);
+    struct answer *a = acquired();
+    struct answer *b = acquire(0, NULL);
+    run_ms(5);
+    ck_assert_int_eq(b->calls, 0);
+    struct fake *r = release(a);
+    /* right after release, before the loop runs: b is owed r */
+    void *got = NULL;
+    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, &got), TIDE_EWOULDBLOCK);
+    ck_assert_ptr_null(got);
+    struct answer *c = acquire(0, NULL);
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_int_eq(b->status, 0);
+    ck_assert_ptr_eq(b->resource, r);
+    run_ms(5);
+    ck_assert_int_eq(c->calls, 0);
+    /* and c is next, once b is done */
+    release(b);
+    ck_assert(run_until_answered(c, 1000));
+    ck_assert_ptr_eq(c->resource, r);
+    ck_assert_int_eq(fx->makes, 1);
+}
+END_TEST
+
+START_TEST(cancelled_waiter_passes_its_make_on)
+{
+    pool_of(1);
+    fx->mode = MAKE_NEVER;
+    struct tide_acquire *ha = NULL;
+    struct answer *a = acquire(0, &ha);
+    ck_assert_ptr_nonnull(ha);
+    struct answer *b = acquire(0, NULL);
+    run_ms(5);
+    ck_assert_int_eq(fx->makes, 1); /* a's; b waits for room */
+    tide_evpool_cancel(ha, false);
+    struct fake *f = answer_held(true);
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_ptr_eq(b->resource, f);
+    ck_assert_int_eq(a->calls, 0);
+    ck_assert_int_eq(fx->makes, 1);
+}
+END_TEST
+
+START_TEST(cancelled_waiter_passes_its_resource_on)
+{
+    /* retire after one loan: a resource set aside for a cancelled waiter
+     * was never lent, so it must not count as a loan */
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .retire_after = 1};
+    fixture_pool(&o);
+    fx->mode = MAKE_NEVER;
+    struct tide_acquire *ha = NULL;
+    struct answer *a = acquire(0, &ha);
+    struct answer *b = acquire(0, NULL);
+    run_ms(5);
+    /* answered outside the loop: set aside for a, not yet delivered */
+    struct fake *f = answer_held(true);
+    ck_assert_int_eq(a->calls, 0);
+    tide_evpool_cancel(ha, false);
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_int_eq(b->status, 0);
+    ck_assert_ptr_eq(b->resource, f);
+    ck_assert_int_eq(f->destroyed, 0);
+    ck_assert_int_eq(a->calls, 0);
+    ck_assert_int_eq(fx->makes, 1);
+}
+END_TEST
+
+START_TEST(cancel_with_notify_answers_once_with_ecancelled)
+{
+    pool_of(1);
+    struct answer *a = acquired();
+    struct tide_acquire *hb = NULL;
+    struct answer *b = acquire(0, &hb);
+    run_ms(5);
+    tide_evpool_cancel(hb, true);
+    ck_assert_int_eq(b->calls, 0); /* from the loop, not inside cancel */
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_int_eq(b->status, TIDE_ECANCELLED);
+    ck_assert_ptr_null(b->resource);
+    ck_assert_str_eq(b->message, tide_strerror(TIDE_ECANCELLED));
+    /* the resource that comes back later does not answer b again */
+    release(a);
+    run_ms(10);
+    ck_assert_int_eq(b->calls, 1);
+    ck_assert_int_eq(stats().idle, 1);
+}
+END_TEST
+
+START_TEST(cancel_with_notify_of_a_served_waiter_passes_the_resource_on)
+{
+    pool_of(1);
+    fx->mode = MAKE_NEVER;
+    struct tide_acquire *ha = NULL;
+    struct answer *a = acquire(0, &ha);
+    struct answer *b = acquire(0, NULL);
+    run_ms(5);
+    struct fake *f = answer_held(true); /* set aside for a */
+    tide_evpool_cancel(ha, true);
+    ck_assert(run_until(answered_all, 1000));
+    ck_assert_int_eq(a->calls, 1);
+    ck_assert_int_eq(a->status, TIDE_ECANCELLED);
+    ck_assert_ptr_null(a->resource);
+    ck_assert_int_eq(b->status, 0);
+    ck_assert_ptr_eq(b->resource, f);
+}
+END_TEST
+
+START_TEST(cancel_without_notify_never_calls_back)
+{
+    pool_of(1);
+    struct answer *a = acquired();
+    struct tide_acquire *hb = NULL;
+    struct answer *b = acquire(TIDE_MS(20), &hb);
+    tide_evpool_cancel(hb, false);
+    run_ms(60); /* past b's timeout: its timer went with it */
+    release(a);
+    run_ms(10);
+    ck_assert_int_eq(b->calls, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.waiting, 0);
+    ck_assert_int_eq(s.timeouts, 0);
+    ck_assert_int_eq(s.idle, 1);
+}
+END_TEST
+
+START_TEST(timeout_answers_etimedout_once)
+{
+    pool_of(1);
+    struct answer *a = acquired();
+    struct answer *b = acquire(TIDE_MS(20), NULL);
+    int64_t start = now_ns();
+    ck_assert(run_until_answered(b, 1000));
+    int64_t waited = now_ns() - start;
+    ck_assert_int_eq(b->status, TIDE_ETIMEDOUT);
+    ck_assert_ptr_null(b->resource);
+    ck_assert_int_eq(b->make_error, 0);
+    ck_assert_int_eq(b->guard, TIDE_GUARD_NONE);
+    ck_assert_str_eq(b->message, tide_strerror(TIDE_ETIMEDOUT));
+    ck_assert_int_ge(waited, TIDE_MS(19)); /* never early */
+    release(a);
+    run_ms(10);
+    ck_assert_int_eq(b->calls, 1);
+    ck_assert_int_eq(stats().timeouts, 1);
+}
+END_TEST
+
+START_TEST(timed_out_waiter_passes_its_place_on)
+{
+    pool_of(1);
+    fx->mode = MAKE_LATER;
+    fx->delay = TIDE_MS(100);
+    struct answer *a = acquire(TIDE_MS(30), NULL);
+    struct answer *b = acquire(TIDE_SEC(2), NULL);
+    ck_assert(run_until(answered_all, 1500));
+    ck_assert_int_eq(a->status, TIDE_ETIMEDOUT);
+    ck_assert_int_eq(b->status, 0);
+    ck_assert_ptr_nonnull(b->resource);
+    ck_assert_int_lt(a->order, b->order);
+    ck_assert_int_eq(fx->makes, 1); /* a's make served b */
+    ck_assert_int_eq(stats().timeouts, 1);
+}
+END_TEST
+
+START_TEST(default_timeout_is_the_pools)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .acquire_timeout = TIDE_MS(20)};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct answer *b = acquire(0, NULL);
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_int_eq(b->status, TIDE_ETIMEDOUT);
+    release(a);
+}
+END_TEST
+
+static int refused_calls;
+
+static void refused_cb(struct tide_evpool *pool, int status, void *resource,
+                       const struct tide_why *why, void *arg)
+{
+    (void)pool;
+    (void)status;
+    (void)resource;
+    (void)why;
+    (void)arg;
+    refused_calls++;
+}
+
+START_TEST(acquire_past_queue_max_fails_at_once)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .queue_max = 2};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct answer *b = acquire(0, NULL);
+    struct answer *c = acquire(0, NULL);
+    struct tide_acquire *h = (struct tide_acquire *)&refused_calls;
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, refused_cb, NULL, &h),
+                     TIDE_EQUEUEFULL);
+    ck_assert_ptr_null(h);
+    ck_assert_int_eq(stats().waiting, 2);
+    run_ms(10);
+    ck_assert_int_eq(refused_calls, 0);
+    /* a place frees up: the queue takes one more */
+    release(a);
+    ck_assert(run_until_answered(b, 1000));
+    struct answer *d = acquire(0, NULL);
+    release(b);
+    ck_assert(run_until_answered(c, 1000));
+    release(c);
+    ck_assert(run_until_answered(d, 1000));
+    ck_assert_int_eq(d->status, 0);
+    ck_assert_int_eq(refused_calls, 0);
+}
+END_TEST
+
+START_TEST(acquire_refuses_bad_arguments)
+{
+    fixture_pool(NULL);
+    struct tide_acquire *h = NULL;
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, NULL, NULL, &h),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, -1, refused_cb, NULL, &h),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_acquire(NULL, 0, refused_cb, NULL, &h),
+                     TIDE_EINVAL);
+    ck_assert_ptr_null(h);
+    tide_evpool_cancel(NULL, true); /* a no-op */
+    run_ms(5);
+    ck_assert_int_eq(refused_calls, 0);
+    ck_assert_int_eq(fx->makes, 0);
+}
+END_TEST
+
+static Suite *waiters_suite(void)
+{
+    Suite *s = suite_create("waiters");
+    TCase *tc = tcase_create("order");
+    fixture_add(tc);
+    tcase_add_test(tc, acquire_answers_from_the_loop_never_inside);
+    tcase_add_test(tc, waiters_are_served_in_order);
+    tcase_add_test(tc, made_resources_go_to_the_oldest_waiter);
+    tcase_add_test(tc, release_does_not_barge);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("cancel");
+    fixture_add(tc);
+    tcase_add_test(tc, cancelled_waiter_passes_its_make_on);
+    tcase_add_test(tc, cancelled_waiter_passes_its_resource_on);
+    tcase_add_test(tc, cancel_with_notify_answers_once_with_ecancelled);
+    tcase_add_test(tc,
+                   cancel_with_notify_of_a_served_waiter_passes_the_resource_on);
+    tcase_add_test(tc, cancel_without_notify_never_calls_back);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("timeout");
+    fixture_add(tc);
+    tcase_add_test(tc, timeout_answers_etimedout_once);
+    tcase_add_test(tc, timed_out_waiter_passes_its_place_on);
+    tcase_add_test(tc, default_timeout_is_the_pools);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("bounds");
+    fixture_add(tc);
+    tcase_add_test(tc, acquire_past_queue_max_fails_at_once);
+    tcase_add_test(tc, acquire_refuses_bad_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TIDE_TEST_MAIN(waiters_suite)
