@@ -261,8 +261,10 @@ void tide__checks_orphan_all(struct tide_evpool *p);
 /* upkeep.c */
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                        int64_t health_interval, int64_t lag_interval);
-/* Arms each timer that has work and is not armed; cheap when all are. */
-void tide__upkeep_arm(struct tide_evpool *p);
+/* Arms each timer that has work and is not armed, and stops each that has
+ * none, so an idle pool holds no pending event; cheap when nothing
+ * changes. Call it after anything that changes the counts. */
+void tide__upkeep_sync(struct tide_evpool *p);
 void tide__upkeep_stop(struct tide_evpool *p);
 void tide__topup(struct tide_evpool *p);
 

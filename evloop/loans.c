@@ -64,7 +64,7 @@ void tide__conn_give(struct tide_evpool *p, uint32_t i)
         c->state = CONN_IDLE;
         if (p->factory.watch)
             p->factory.watch(p, c->resource, true, p->factory.arg);
-        tide__upkeep_arm(p);
+        tide__upkeep_sync(p);
         if (p->queued.count > 0)
             tide__serve_schedule(p);
         return;
@@ -99,11 +99,13 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
     if (p->queued.count > 0) /* never a barge past queued callers */
         return TIDE_EWOULDBLOCK;
     int64_t now = tide__evpool_clock(p);
-    while (tide_pool_idle(p->core) > 0) {
+    int rc = TIDE_EWOULDBLOCK;
+    while (rc == TIDE_EWOULDBLOCK && tide_pool_idle(p->core) > 0) {
         struct tide_taken t = tide_pool_take(p->core, now, tide__evpool_roll(p));
         if (t.answer == TIDE_SHED) {
             p->counters.shed++;
-            return TIDE_EUNAVAILABLE;
+            rc = TIDE_EUNAVAILABLE;
+            break;
         }
         uint32_t i = tide__conn_find(p, t.item);
         struct conn *c = &p->conns[i];
@@ -129,9 +131,12 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         p->lent--;
         tide__loan_start(p, i);
         *resource = t.item;
-        return 0;
+        rc = 0;
     }
-    return TIDE_EWOULDBLOCK;
+    /* no pump runs for this loan: arm the leak report here, and stop what
+     * the idle ones needed when none is left */
+    tide__upkeep_sync(p);
+    return rc;
 }
 
 int tide_evpool_release(struct tide_evpool *p, void *resource)

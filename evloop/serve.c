@@ -23,6 +23,16 @@ static void arm_retry(struct tide_evpool *p, int64_t span)
     p->retry_armed = true;
 }
 
+/* The retry is for the waiters: once they have all left (timed out,
+ * cancelled), it would only hold the loop for the rest of a backoff. */
+static void drop_retry_if_unwanted(struct tide_evpool *p)
+{
+    if (p->retry_armed && p->queued.count == 0) {
+        event_del(&p->retry);
+        p->retry_armed = false;
+    }
+}
+
 /* The oldest waiter gets conn i, lent in the core. */
 static void hand_over(struct tide_evpool *p, uint32_t i)
 {
@@ -130,8 +140,9 @@ static void serve_waiters(struct tide_evpool *p)
 void tide__serve(struct tide_evpool *p)
 {
     serve_waiters(p);
+    drop_retry_if_unwanted(p);
     tide__topup(p);
     tide__waiters_deliver(p);
-    tide__upkeep_arm(p);
+    tide__upkeep_sync(p);
     tide__evpool_check_closed(p);
 }

@@ -81,7 +81,7 @@ static void on_evict(evutil_socket_t fd, short what, void *arg)
     tide__evpool_enter(p);
     destroy_evicted(p);
     tide__topup(p);
-    tide__upkeep_arm(p);
+    tide__upkeep_sync(p);
     tide__evpool_leave(p);
 }
 
@@ -93,7 +93,7 @@ static void on_health(evutil_socket_t fd, short what, void *arg)
     p->health.armed = false;
     tide__evpool_enter(p);
     tide__health_round(p);
-    tide__upkeep_arm(p);
+    tide__upkeep_sync(p);
     tide__evpool_leave(p);
 }
 
@@ -106,7 +106,7 @@ static void on_leak(evutil_socket_t fd, short what, void *arg)
     tide__evpool_enter(p);
     scan_leaks(p);
     if (!p->free_pending)
-        tide__upkeep_arm(p);
+        tide__upkeep_sync(p);
     tide__evpool_leave(p);
 }
 
@@ -120,7 +120,7 @@ static void on_lag(evutil_socket_t fd, short what, void *arg)
     /* how late the loop ran this timer: the host's overload signal */
     int64_t lag = p->now > p->lag.due ? p->now - p->lag.due : 0;
     tide_pool_overload(p->core, p->now, lag);
-    tide__upkeep_arm(p);
+    tide__upkeep_sync(p);
     tide__evpool_leave(p);
 }
 
@@ -144,20 +144,29 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
     event_assign(&p->lag.ev, p->base, -1, 0, on_lag, p);
 }
 
-void tide__upkeep_arm(struct tide_evpool *p)
+/* Arms t when it has work and is not armed yet (an armed one keeps its
+ * phase); stops it when it has none. */
+static void want(struct tide_evpool *p, struct upkeep_timer *t, bool work)
 {
-    if (p->closing)
-        return;
+    if (work)
+        arm(p, t);
+    else
+        stop(t);
+}
+
+/* Stopping matters as much as arming: a pending event keeps
+ * event_base_dispatch running, so a health timer left armed after the last
+ * idle resource was evicted held the application's loop for up to a
+ * health_interval (30 s by default) with nothing to check. */
+void tide__upkeep_sync(struct tide_evpool *p)
+{
     int64_t idle = tide_pool_idle(p->core);
     int64_t live = tide_pool_live(p->core);
-    if (idle > 0 || live < p->min)
-        arm(p, &p->evict);
-    if (idle > 0)
-        arm(p, &p->health);
-    if (p->lent > 0)
-        arm(p, &p->leak);
-    if (live > 0 || p->queued.count > 0)
-        arm(p, &p->lag);
+    bool topping_up = !p->closing && live < p->min;
+    want(p, &p->evict, idle > 0 || topping_up);
+    want(p, &p->health, idle > 0 && !p->closing);
+    want(p, &p->leak, p->lent > 0);
+    want(p, &p->lag, live > 0 || p->queued.count > 0);
 }
 
 void tide__upkeep_stop(struct tide_evpool *p)
