@@ -151,6 +151,7 @@ START_TEST(leak_report_fires_once_per_loan)
     struct tide_evpool_options o = {.leak_after = TIDE_MS(30),
                                     .on_leak = on_leak,
                                     .leak_arg = &leaks};
+    leaks = (struct leak){0}; /* CK_FORK=no runs every test in one process */
     fixture_pool(&o);
     struct answer *a = acquired();
     run_ms(150);
@@ -180,6 +181,7 @@ START_TEST(leak_report_covers_try_acquire_loans)
                                     .health_interval = TIDE_SEC(10),
                                     .on_leak = on_leak,
                                     .leak_arg = &leaks};
+    leaks = (struct leak){0}; /* CK_FORK=no runs every test in one process */
     fixture_pool(&o);
     struct fake *f = release(acquired());
     run_ms(40); /* whatever the first loan armed has run out */
