@@ -196,11 +196,23 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
 
 void tide__waiters_fail_all(struct tide_evpool *p, int status)
 {
+    enum tide_guard guard =
+        status == TIDE_ECLOSED ? TIDE_GUARD_CLOSED : TIDE_GUARD_NONE;
+    /* Answered with a resource but not yet delivered: to the caller this is
+     * still a waiter, and close fails every waiter. The resource goes back
+     * unlent (and is destroyed, the pool being closed). */
+    for (struct tide_acquire *w = p->ready.head; w; w = w->next) {
+        if (w->status != 0)
+            continue;
+        if (w->resource)
+            tide__loan_undo(p, tide__conn_find(p, w->resource));
+        w->status = status;
+        w->resource = NULL;
+        w->why.guard = guard;
+        w->why.message = tide_strerror(status);
+    }
     while (p->queued.head)
-        tide__waiter_answer(p, p->queued.head, status, NULL,
-                            status == TIDE_ECLOSED ? TIDE_GUARD_CLOSED
-                                                   : TIDE_GUARD_NONE,
-                            0, NULL);
+        tide__waiter_answer(p, p->queued.head, status, NULL, guard, 0, NULL);
 }
 
 void tide__waiters_free_all(struct tide_evpool *p)

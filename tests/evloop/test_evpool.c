@@ -153,6 +153,57 @@ START_TEST(close_destroys_idle_at_once_and_calls_done_once)
 }
 END_TEST
 
+START_TEST(close_fails_a_waiter_whose_resource_was_set_aside)
+{
+    fixture_pool(NULL);
+    fx->mode = MAKE_NEVER;
+    struct answer *a = acquire(0, NULL);
+    run_ms(5);
+    struct fake *f = answer_held(true); /* set aside for a, not delivered */
+    ck_assert_int_eq(a->calls, 0);
+    ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL), 0);
+    ck_assert(run_until_answered(a, 1000));
+    ck_assert_int_eq(a->status, TIDE_ECLOSED);
+    ck_assert_ptr_null(a->resource);
+    ck_assert_int_eq(f->destroyed, 1);
+    run_ms(5);
+    ck_assert(fx->closed);
+}
+END_TEST
+
+static void close_on_answer(struct tide_evpool *pool, int status,
+                            void *resource, const struct tide_why *why,
+                            void *arg)
+{
+    (void)status;
+    (void)why;
+    struct answer *a = arg;
+    a->calls++;
+    a->status = status;
+    ck_assert_int_eq(tide_evpool_close(pool, fixture_closed, NULL), 0);
+    ck_assert_int_eq(tide_evpool_release(pool, resource), 0);
+}
+
+START_TEST(close_from_inside_an_acquire_callback)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1)};
+    fixture_pool(&o);
+    struct answer first = {0};
+    ck_assert_int_eq(
+        tide_evpool_acquire(fx->pool, 0, close_on_answer, &first, NULL), 0);
+    struct answer *b = acquire(0, NULL);
+    struct answer *c = acquire(0, NULL);
+    ck_assert(run_until(answered_all, 1000));
+    ck_assert_int_eq(first.calls, 1);
+    ck_assert_int_eq(first.status, 0);
+    ck_assert_int_eq(b->status, TIDE_ECLOSED);
+    ck_assert_int_eq(c->status, TIDE_ECLOSED);
+    ck_assert_int_eq(fx->fakes[0].destroyed, 1);
+    run_ms(5);
+    ck_assert(fx->closed);
+}
+END_TEST
+
 static void never_called(struct tide_evpool *pool, int status, void *resource,
                          const struct tide_why *why, void *arg)
 {
@@ -360,6 +411,8 @@ static Suite *evpool_suite(void)
     tcase_add_test(tc, close_wakes_every_waiter_and_destroys_each_resource_once);
     tcase_add_test(tc, close_destroys_idle_at_once_and_calls_done_once);
     tcase_add_test(tc, acquire_after_close_is_refused);
+    tcase_add_test(tc, close_fails_a_waiter_whose_resource_was_set_aside);
+    tcase_add_test(tc, close_from_inside_an_acquire_callback);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("free");

@@ -242,6 +242,31 @@ START_TEST(retire_after_destroys_a_resource_after_n_loans)
 }
 END_TEST
 
+START_TEST(stale_idle_resource_is_destroyed_and_another_made)
+{
+    /* life, not keep: eviction is too slow to see it first */
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.life = TIDE_MS(20)),
+        .evict_interval = TIDE_SEC(10)};
+    fixture_pool(&o);
+    struct fake *f = release(acquired());
+    run_ms(30);
+    ck_assert_int_eq(f->destroyed, 0);
+    struct answer *b = acquired();
+    ck_assert_ptr_ne(b->resource, f);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert(!f->watched);
+    struct fake *g = release(b);
+    run_ms(30);
+    void *got = NULL;
+    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, &got), TIDE_EWOULDBLOCK);
+    ck_assert_int_eq(g->destroyed, 1);
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.stale, 2);
+    ck_assert_int_eq(s.live, 0);
+}
+END_TEST
+
 static Suite *loans_suite(void)
 {
     Suite *s = suite_create("loans");
@@ -253,6 +278,7 @@ static Suite *loans_suite(void)
     tcase_add_test(tc, broken_release_destroys_it_and_wakes_a_waiter);
     tcase_add_test(tc, discard_destroys_it_and_wakes_a_waiter);
     tcase_add_test(tc, retire_after_destroys_a_resource_after_n_loans);
+    tcase_add_test(tc, stale_idle_resource_is_destroyed_and_another_made);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("try_acquire");

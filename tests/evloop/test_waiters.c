@@ -239,6 +239,23 @@ START_TEST(default_timeout_is_the_pools)
 }
 END_TEST
 
+START_TEST(release_from_inside_the_callback_serves_the_next)
+{
+    pool_of(1);
+    fx->release_in_callback = true;
+    struct answer *a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = acquire(0, NULL);
+    ck_assert(run_until(answered_all, 1000));
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(a[i]->status, 0);
+        ck_assert_int_eq(a[i]->order, i);
+    }
+    ck_assert_int_eq(fx->makes, 1);
+    ck_assert_int_eq(stats().idle, 1);
+}
+END_TEST
+
 static int refused_calls;
 
 static void refused_cb(struct tide_evpool *pool, int status, void *resource,
@@ -309,6 +326,7 @@ static Suite *waiters_suite(void)
     tcase_add_test(tc, waiters_are_served_in_order);
     tcase_add_test(tc, made_resources_go_to_the_oldest_waiter);
     tcase_add_test(tc, release_does_not_barge);
+    tcase_add_test(tc, release_from_inside_the_callback_serves_the_next);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cancel");
