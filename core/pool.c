@@ -118,7 +118,9 @@ static void chain_free(struct tide_pool *p, uint32_t from, uint32_t to)
     }
 }
 
-static int grow(struct tide_pool *p, uint32_t capacity)
+/* Out of line: it runs a few dozen times in a pool's life, and inlined it
+ * would weigh on the make path that checks for it. */
+TIDE__NOINLINE static int grow(struct tide_pool *p, uint32_t capacity)
 {
     struct slot *slots = realloc(p->slots, (size_t)capacity * sizeof *slots);
     if (!slots)
@@ -345,8 +347,19 @@ static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
     return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
 }
 
-/* Everything take decides, in order; tide_pool_take below tries the
- * common case first and comes here for the rest. */
+/* No idle one: make one, if the limits and the guards allow. */
+TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
+                                                 int64_t now, double roll)
+{
+    if (live(p) >= p->limits.size)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    if (p->has_shedder && !tide__shedder_admit(&p->shedder))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+    return reserve(p, now, tide__roll(roll));
+}
+
+/* Everything take decides, in order, for the cases tide_pool_take leaves:
+ * a closed pool, a breaker that is down, an idle head stale or held back. */
 TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
                                                   int64_t now, double roll)
 {
@@ -362,26 +375,26 @@ TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
             return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
         return lend_idle(p, now);
     }
-    if (live(p) >= p->limits.size)
-        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
-    if (p->has_shedder && !tide__shedder_admit(&p->shedder))
-        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
-    return reserve(p, now, tide__roll(roll));
+    return take_new(p, now, roll);
 }
 
-/* The common case first: a fresh idle one and nothing in the way. These
- * checks have no side effects (a breaker that is down goes the long way,
- * because asking it whether to recover may call the user's strategy), so
- * when one fails take_slow starts over and answers exactly as ever. */
+/* The common cases first: a fresh idle one to lend, or none and room to
+ * make one. The checks here have no side effects, so whatever they leave
+ * to take_slow is decided there from the start, exactly as ever. A breaker
+ * that is down goes that way because asking it whether to recover may call
+ * the user's strategy. */
 struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
+    if (p->closed ||
+        (p->has_breaker && p->breaker.state == TIDE_BREAKER_INACTIVE))
+        return take_slow(p, now, roll);
     uint32_t i = p->idle.head;
-    if (i != NIL && !p->closed &&
-        !(p->has_breaker && p->breaker.state == TIDE_BREAKER_INACTIVE) &&
-        !expired(p, &p->slots[i], now) &&
-        !(p->has_shedder && !tide__shedder_admit(&p->shedder)))
-        return lend(p, i, now);
-    return take_slow(p, now, roll);
+    if (i == NIL)
+        return take_new(p, now, roll);
+    if (expired(p, &p->slots[i], now) ||
+        (p->has_shedder && !tide__shedder_admit(&p->shedder)))
+        return take_slow(p, now, roll);
+    return lend(p, i, now);
 }
 
 struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
