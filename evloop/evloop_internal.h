@@ -62,6 +62,7 @@ struct tide_acquire {
     int64_t start;
     enum waiter_state state;
     bool timer_armed;
+    bool timer_assigned; /* there is a timeout at all */
     /* the answer, once READY */
     int status;
     void *resource;

@@ -223,6 +223,14 @@ static void free_now(struct tide_evpool *p)
     event_del(&p->pump);
     event_del(&p->retry);
     event_del(&p->closed_ev);
+    /* embedded events: libevent's debug mode tracks them until told */
+    event_debug_unassign(&p->pump);
+    event_debug_unassign(&p->retry);
+    event_debug_unassign(&p->closed_ev);
+    event_debug_unassign(&p->evict.ev);
+    event_debug_unassign(&p->health.ev);
+    event_debug_unassign(&p->leak.ev);
+    event_debug_unassign(&p->lag.ev);
     tide__waiters_free_all(p);
     tide__makes_orphan_all(p);
     tide__checks_orphan_all(p);

@@ -116,6 +116,14 @@ void tide__make_start(struct tide_evpool *p, bool for_waiter)
     p->factory.make(p, t, p->factory.arg);
 }
 
+/* Frees an answered token. Its timer is embedded: tell libevent's debug
+ * mode it is gone, or every make leaves an entry in its table. */
+static void token_free(struct tide_make *t)
+{
+    event_debug_unassign(&t->timer);
+    free(t);
+}
+
 /* Ends a token's life once the factory answered. Returns the pool it still
  * counts for, or NULL when the pool had given up on it (or is gone). */
 static struct tide_evpool *token_done(struct tide_make *t)
@@ -135,7 +143,7 @@ void tide_evpool_made(struct tide_make *t, void *resource)
     bool for_waiter = t->for_waiter;
     void (*destroy)(void *, void *) = t->destroy;
     void *destroy_arg = t->destroy_arg;
-    free(t);
+    token_free(t);
     if (!p) {
         /* late (timed out, cancelled) or orphaned: close it, count it */
         if (resource && owner) {
@@ -184,7 +192,7 @@ void tide_evpool_unmade(struct tide_make *t, int code, const char *message)
         tide__evpool_clock(p);
         make_failed(p, t->for_waiter, code < 0 ? code : TIDE_EMAKE, message);
     }
-    free(t);
+    token_free(t);
 }
 
 struct tide_evpool *tide_make_pool(const struct tide_make *t)

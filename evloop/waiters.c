@@ -39,6 +39,9 @@ static void waiter_free(struct tide_acquire *w)
 {
     if (w->timer_armed)
         event_del(&w->timer);
+    /* an embedded event: libevent's debug mode tracks it until told */
+    if (w->timer_assigned)
+        event_debug_unassign(&w->timer);
     free(w->message);
     free(w);
 }
@@ -147,6 +150,7 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
     if (span != TIDE_FOREVER) {
         struct timeval plain;
         event_assign(&w->timer, p->base, -1, 0, on_timeout, w);
+        w->timer_assigned = true;
         event_add(&w->timer, timeout_tv(p, span, &plain));
         w->timer_armed = true;
     }
