@@ -1,0 +1,353 @@
+/* tidepool tls: TCP and TLS connection factories for the evloop adapter.
+ *
+ * A factory opens connections to one upstream (a host and a port) for a
+ * tide_evpool: the resources it makes are connected `struct bufferevent *`
+ * (for TLS: handshaken and verified), and it closes them, validates them
+ * before lending and watches them while they sit idle.
+ *
+ *   struct tide_tls_factory *f;
+ *   struct tide_tls_options o = {.tcp = {.host = "example.com", .port = 443},
+ *                                .alpn = (const char *[]){"http/1.1", NULL}};
+ *   if (tide_tls_factory_new(base, &o, &f) != 0) ...
+ *   struct tide_factory table;
+ *   tide_tls_factory_bind(f, &table);
+ *   tide_evpool_new(base, &table, NULL, &pool);
+ *   ...
+ *   tide_evpool_free(pool);      // the pool first: it destroys its connections
+ *   tide_tls_factory_free(f);    // then the factory they came from
+ *
+ * Connecting: the host name is resolved through an evdns_base (yours, or one
+ * the factory builds from the system configuration), A and AAAA at once, and
+ * every address is tried, IPv6 and IPv4 interleaved and raced in the manner of
+ * Happy Eyeballs (RFC 8305): the next address starts when the current one has
+ * not connected within attempt_delay, and the first to connect wins. All of it
+ * runs within one connect_timeout. Sockets are made by the factory with
+ * SOCK_NONBLOCK|SOCK_CLOEXEC and TCP_NODELAY, then handed to a bufferevent
+ * with BEV_OPT_CLOSE_ON_FREE|BEV_OPT_DEFER_CALLBACKS.
+ *
+ * TLS: verification is on by default (chain and host name, or the IP address
+ * for an IP literal); SNI is sent for names; ALPN is optional; sessions are
+ * cached per upstream and offered on the next connection (TLS 1.3 tickets are
+ * used once each), and a connection is closed with close_notify so its
+ * session stays resumable.
+ *
+ * A connection you are lent has no callbacks set, reading and writing enabled
+ * and no timeouts: set your own with bufferevent_setcb. Give it back with
+ * tide_evpool_release when the exchange is complete (nothing left unread,
+ * nothing left to write), or tide_evpool_discard when it failed; never free
+ * it yourself.
+ *
+ * Idle connections are watched: a peer close (EOF, reset) or unexpected bytes
+ * make the connection lost (tide_evpool_lost) at once, so nobody is handed a
+ * dead socket after a quiet spell. TLS post-handshake records (session
+ * tickets, key updates) are handled by OpenSSL and do not count as bytes.
+ *
+ * Threads: a factory belongs to one event_base, like the pools it serves.
+ * The application must ignore SIGPIPE (see <tidepool/evloop.h>).
+ *
+ * Order of teardown: free (or close and wait for) every pool that uses a
+ * factory before freeing the factory; then free the evdns_base you lent it;
+ * then run the loop once (libevent finishes closing sockets and delivers
+ * cancelled DNS queries from the loop); then free the event_base.
+ */
+#ifndef TIDEPOOL_TLS_H
+#define TIDEPOOL_TLS_H
+
+#include <openssl/ssl.h>
+#include <tidepool/evloop.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct bufferevent;
+struct evdns_base;
+
+/* Errors of this layer (the table is shared: tide_strerror knows them).
+ * A make that fails answers the pool with one of these; the detail behind it
+ * (errno, resolver error, verify result, OpenSSL error) is kept by the
+ * factory: see tide_tcp_factory_last_error. */
+enum tide_tls_error {
+    /* the name did not resolve: no such name, no address, or the DNS
+     * server failed or refused (dns_error says which) */
+    TIDE_EDNS = -40,
+    /* no DNS answer in time (the resolver's own timeout, or connect_timeout
+     * ran out first) */
+    TIDE_EDNS_TIMEOUT = -41,
+    /* the connection was refused (ECONNREFUSED) */
+    TIDE_EREFUSED = -42,
+    /* no route to any address (ENETUNREACH, EHOSTUNREACH, no local address
+     * of the family) */
+    TIDE_EUNREACHABLE = -43,
+    /* no address connected within connect_timeout */
+    TIDE_ECONNECT_TIMEOUT = -44,
+    /* connecting failed otherwise (sys_errno says how) */
+    TIDE_ECONNECT = -45,
+    /* the TLS handshake failed: a protocol error, an alert, the server
+     * closed (ssl_error or sys_errno) */
+    TIDE_EHANDSHAKE = -46,
+    /* no handshake within handshake_timeout */
+    TIDE_EHANDSHAKE_TIMEOUT = -47,
+    /* the certificate chain does not lead to a trusted CA (self-signed,
+     * unknown issuer...) */
+    TIDE_EUNTRUSTED = -48,
+    /* the certificate is not for this host name or IP address */
+    TIDE_ENAME_MISMATCH = -49,
+    /* the certificate has expired, or is not valid yet */
+    TIDE_EEXPIRED = -50,
+    /* alpn_required, and the server chose none of the offered protocols */
+    TIDE_EALPN = -51,
+    /* the TLS context could not be built: a CA, certificate or key would
+     * not load (the OpenSSL error queue holds the reason) */
+    TIDE_ETLS_CONFIG = -52,
+    /* the peer closed the connection */
+    TIDE_EPEER_CLOSED = -53,
+    /* the connection broke: a reset or another I/O error (sys_errno) */
+    TIDE_ECONN_BROKEN = -54,
+    /* a TLS error on an established connection (ssl_error) */
+    TIDE_ETLS = -55,
+    /* a read or write on the connection timed out */
+    TIDE_EIO_TIMEOUT = -56,
+};
+
+/* The detail behind a failure, beyond its code. Fields that do not apply
+ * are 0. */
+struct tide_net_detail {
+    int code;                /* the tidepool code; 0 when nothing failed */
+    int sys_errno;           /* errno of the socket call that failed */
+    int dns_error;           /* libevent's DNS_ERR_* (evdns_err_to_string) */
+    long verify_result;      /* SSL_get_verify_result: X509_V_ERR_*
+                                (X509_verify_cert_error_string) */
+    unsigned long ssl_error; /* the first real OpenSSL error code
+                                (ERR_error_string_n) */
+};
+
+/* Bytes arrived on an idle connection; they are in the bufferevent's input
+ * buffer. Return true to keep the connection (the bytes stay for the next
+ * borrower, or drain what you have consumed: a protocol that pushes data),
+ * false to have it dropped as lost. Runs from the loop, and also from the
+ * alive check before lending; it must not free the bufferevent or call the
+ * pool. */
+typedef bool (*tide_idle_data_cb)(struct bufferevent *bev, void *arg);
+
+/* ---- TCP ---------------------------------------------------------------- */
+
+/* Where and how to connect. Zero fields take the preset; spans are ns.
+ * Strings are copied at creation; pointers marked borrowed must outlive the
+ * factory. Checked once by tide_tcp_factory_new (TIDE_EINVAL). */
+struct tide_tcp_options {
+    const char *host;           /* required: a DNS name, or an IPv4/IPv6
+                                   literal (brackets allowed: "[::1]"), which
+                                   is connected to without DNS. "localhost" is
+                                   ::1 and 127.0.0.1 without DNS (RFC 6761). */
+    uint16_t port;              /* the port, or 0 when service is given */
+    const char *service;        /* instead of port: a number ("443") or a name
+                                   from the services database ("https"),
+                                   looked up once at creation */
+    struct evdns_base *dns;     /* borrowed resolver; NULL: the factory builds
+                                   its own from the system configuration
+                                   (resolv.conf) when the host is a name. The
+                                   hosts file is not consulted: libevent 2.1
+                                   reads it only in evdns_getaddrinfo, which
+                                   cannot tell a DNS timeout from a failure. */
+    int family;                 /* AF_UNSPEC (preset): both; AF_INET or
+                                   AF_INET6: that family only */
+    int64_t connect_timeout;    /* from the start of a make until a socket is
+                                   connected, DNS included. Preset 10 s;
+                                   TIDE_FOREVER for none. */
+    int64_t attempt_delay;      /* how long an attempt may run before the next
+                                   address is tried beside it. Preset 250 ms
+                                   (RFC 8305); TIDE_FOREVER: one at a time, the
+                                   next only after a failure. */
+    int64_t keepalive_idle;     /* TCP keepalive: idle time before the first
+                                   probe (TCP_KEEPIDLE, whole seconds, rounded
+                                   up). Preset: keepalive off. */
+    int64_t keepalive_interval; /* between probes (TCP_KEEPINTVL); preset:
+                                   the kernel's */
+    int keepalive_count;        /* probes before the connection is dropped
+                                   (TCP_KEEPCNT); preset: the kernel's */
+    tide_idle_data_cb on_idle_data; /* what unexpected bytes on an idle
+                                       connection mean; NULL (preset): the
+                                       connection is lost */
+    void *idle_data_arg;            /* borrowed; passed to on_idle_data */
+};
+
+struct tide_tcp_factory;
+
+/* Creates a TCP factory on base (borrowed; must outlive the factory).
+ * Returns 0 with *out (free it with tide_tcp_factory_free); TIDE_EINVAL for
+ * a bad option (no host, no port, an unknown service, a negative span, a
+ * literal of another family than `family`); TIDE_ENOMEM; TIDE_EDNS when the
+ * factory had to build its own resolver and could not. */
+TIDE_API TIDE_MUST_USE int
+tide_tcp_factory_new(struct event_base *base, const struct tide_tcp_options *o,
+                     struct tide_tcp_factory **out);
+
+/* Fills *out with the factory's callbacks (make, destroy, cancel, alive,
+ * reusable, watch; no check: that one is the protocol's) and arg = f, ready
+ * for tide_evpool_new. */
+TIDE_API void tide_tcp_factory_bind(struct tide_tcp_factory *f,
+                                    struct tide_factory *out);
+
+/* Frees the factory. Makes still in progress are cancelled and answered
+ * with TIDE_ECANCELLED. Every connection it made must already be destroyed
+ * (free the pools first): one still alive is closed here, and its pool
+ * must never touch it again. NULL is ignored. */
+TIDE_API void tide_tcp_factory_free(struct tide_tcp_factory *f);
+
+/* The last failed make: its code (0 when none failed), the detail into
+ * *detail when not NULL, and a sentence for a person into buf (always
+ * NUL-terminated when len > 0; cut short to fit). The same sentence went to
+ * the pool as the failure's message. Makes that were cancelled do not
+ * count. */
+TIDE_API int tide_tcp_factory_last_error(const struct tide_tcp_factory *f,
+                                         struct tide_net_detail *detail,
+                                         char *buf, size_t len);
+
+/* What a factory has done. */
+struct tide_net_stats {
+    uint64_t makes;     /* makes started */
+    uint64_t made;      /* makes that produced a connection */
+    uint64_t failed;    /* makes that failed (cancelled ones excluded) */
+    uint64_t cancelled; /* makes the pool gave up on */
+    uint64_t attempts;  /* TCP connection attempts (addresses tried) */
+    uint64_t lost;      /* idle connections reported lost */
+    uint64_t lost_data; /* ... of them because of unexpected bytes */
+    uint64_t destroyed; /* connections closed */
+    int64_t live;       /* connections made and not yet closed */
+    int64_t pending;    /* makes in progress */
+    /* TLS only */
+    uint64_t resumed;           /* handshakes that resumed a session */
+    uint64_t sessions_received; /* sessions and tickets the servers sent */
+    int64_t sessions_cached;    /* sessions held for this upstream now */
+};
+
+TIDE_API void tide_tcp_factory_stats(const struct tide_tcp_factory *f,
+                                     struct tide_net_stats *out);
+
+/* ---- TLS ---------------------------------------------------------------- */
+
+/* A cache of TLS sessions, keyed by upstream: host, port, SNI, ALPN list,
+ * verification and SSL_CTX. Each factory has its own unless you give several
+ * factories on one loop the same one. TLS 1.2 sessions may be offered again
+ * and again; TLS 1.3 tickets are taken out when offered (single use, RFC
+ * 8446 C.4), newest first. Not thread-safe: one loop's thread only. */
+struct tide_tls_sessions;
+
+/* max: sessions held in all (0: preset 64); per upstream at most 8, the
+ * oldest going first. Returns 0 with *out, TIDE_ENOMEM or TIDE_EINVAL. */
+TIDE_API TIDE_MUST_USE int
+tide_tls_sessions_new(size_t max, struct tide_tls_sessions **out);
+/* Frees the cache and every session in it. Free it after the factories that
+ * use it. NULL is ignored. */
+TIDE_API void tide_tls_sessions_free(struct tide_tls_sessions *s);
+/* Sessions held now, for every upstream. */
+TIDE_API size_t tide_tls_sessions_count(const struct tide_tls_sessions *s);
+
+/* TLS on top of the TCP options. Zero fields take the preset; strings are
+ * copied at creation. */
+struct tide_tls_options {
+    struct tide_tcp_options tcp; /* where and how to connect */
+
+    /* The context. Either give your own, or let the factory build one from
+     * the fields after it (then all of them must be zero when ctx is set:
+     * TIDE_EINVAL otherwise). */
+    SSL_CTX *ctx;          /* your client context: the factory takes a
+                              reference (SSL_CTX_up_ref) and, unless
+                              no_resumption, sets its session cache mode
+                              to SSL_SESS_CACHE_CLIENT|NO_INTERNAL_STORE
+                              and installs its new-session callback; do
+                              not share it with code that sets either.
+                              Several factories may share one. Your
+                              protocol versions and trust store apply;
+                              verification and names are set per
+                              connection as below. */
+    const char *ca_file;   /* trusted CAs, PEM (SSL_CTX_load_verify_
+                              locations) */
+    const char *ca_dir;    /* trusted CAs, a hashed directory */
+    const char *ca_pem;    /* trusted CAs, PEM text in memory */
+                           /* none of the three: the system's CAs
+                              (SSL_CTX_set_default_verify_paths) */
+    const char *cert_file; /* client certificate chain, PEM */
+    const char *key_file;  /* its private key, PEM; NULL: in cert_file */
+    int min_version;       /* TLS1_2_VERSION (preset) or TLS1_3_VERSION;
+                              older versions are refused */
+    int max_version;       /* TLS1_2_VERSION or TLS1_3_VERSION; preset:
+                              the newest OpenSSL knows */
+
+    /* Per connection. */
+    const char *sni;           /* the name sent as SNI; NULL (preset): the
+                                  host, unless it is an IP literal (RFC 6066);
+                                  "": none */
+    const char *verify_name;   /* the name (or IP literal) the certificate
+                                  must match; NULL (preset): the host */
+    const char *const *alpn;   /* protocols to offer, most wanted first,
+                                  NULL-terminated; NULL: no ALPN */
+    bool alpn_required;        /* fail with TIDE_EALPN when the server picks
+                                  none of them */
+    int64_t handshake_timeout; /* from TCP connected to handshake done;
+                                  preset 10 s; TIDE_FOREVER for none */
+    bool no_resumption;        /* do not cache or offer sessions */
+    struct tide_tls_sessions *sessions; /* borrowed shared cache; NULL: the
+                                           factory's own */
+
+    /* DANGER: accept any certificate from anyone. The connection is
+     * encrypted but not authenticated: whoever is on the path can read and
+     * change everything. For tests against throwaway servers only. */
+    bool insecure_skip_verify;
+};
+
+struct tide_tls_factory;
+
+/* Creates a TLS factory on base (borrowed; must outlive the factory).
+ * Returns 0 with *out; TIDE_EINVAL for a bad option (see the TCP ones, and:
+ * a version other than TLS 1.2 or 1.3, min above max, context fields given
+ * with ctx, an empty or over-long ALPN protocol, a verify_name given with
+ * insecure_skip_verify); TIDE_ETLS_CONFIG when the context cannot be built
+ * (the OpenSSL error queue says why); TIDE_ENOMEM; TIDE_EDNS. */
+TIDE_API TIDE_MUST_USE int
+tide_tls_factory_new(struct event_base *base, const struct tide_tls_options *o,
+                     struct tide_tls_factory **out);
+
+/* Fills *out as tide_tcp_factory_bind does, for TLS connections. */
+TIDE_API void tide_tls_factory_bind(struct tide_tls_factory *f,
+                                    struct tide_factory *out);
+
+/* Frees the factory, as tide_tcp_factory_free. */
+TIDE_API void tide_tls_factory_free(struct tide_tls_factory *f);
+
+/* As tide_tcp_factory_last_error, for the TCP and TLS phases alike. */
+TIDE_API int tide_tls_factory_last_error(const struct tide_tls_factory *f,
+                                         struct tide_net_detail *detail,
+                                         char *buf, size_t len);
+
+TIDE_API void tide_tls_factory_stats(const struct tide_tls_factory *f,
+                                     struct tide_net_stats *out);
+
+/* ---- connections ----------------------------------------------------------
+ */
+
+/* Whether a TLS connection's handshake resumed an earlier session (false
+ * for a plain TCP bufferevent). */
+TIDE_API bool tide_tls_resumed(struct bufferevent *bev);
+
+/* The protocol the server chose by ALPN, into buf (NUL-terminated when
+ * len > 0, cut short to fit). Returns its length (0: none chosen, or not
+ * TLS), like snprintf: a result >= len means it was cut. */
+TIDE_API size_t tide_tls_alpn(struct bufferevent *bev, char *buf, size_t len);
+
+/* Reads a bufferevent event you received on a pool connection (the `what`
+ * of your event callback) into a code: TIDE_EPEER_CLOSED, TIDE_ECONN_BROKEN,
+ * TIDE_ETLS, TIDE_EIO_TIMEOUT, or 0 when `what` is not a failure
+ * (BEV_EVENT_CONNECTED). The detail goes to *detail (when not NULL) and a
+ * sentence to buf. Call it from the event callback itself: errno and the
+ * connection's OpenSSL errors are only there then, and are consumed. */
+TIDE_API int tide_net_event_error(struct bufferevent *bev, short what,
+                                  struct tide_net_detail *detail, char *buf,
+                                  size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIDEPOOL_TLS_H */

@@ -1,0 +1,248 @@
+/* Internals of the TCP and TLS factories, shared between their files.
+ *
+ * Who does what:
+ *   tcp.c       the TCP factory: options, the make/cancel/destroy hooks,
+ *               stats; the engine every make runs on
+ *   resolve.c   A and AAAA queries through evdns, the address queues
+ *   dial.c      Happy Eyeballs: attempts raced over the addresses, timers
+ *   sock.c      one non-blocking socket: options, connect, errno classes
+ *   conns.c     the live connections, found by bufferevent
+ *   watch.c     idle watch, alive and reusable checks
+ *   errors.c    failure detail, sentences, the public getters
+ *   tls.c       the TLS factory: handshake, verification, destroy
+ *   context.c   building the SSL_CTX from options
+ *   sessions.c  the session cache
+ *
+ * Every answer to the pool (made, unmade, lost) comes from the loop: a make
+ * starts from an event, never inside the pool's make() call. */
+#ifndef TIDEPOOL_TLS_NET_INTERNAL_H
+#define TIDEPOOL_TLS_NET_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <netinet/in.h>
+#include <tidepool/tls.h>
+
+/* ---- failures ---- */
+
+#define FAIL_TEXT 320
+
+struct tide__net_fail {
+    struct tide_net_detail d;
+    char text[FAIL_TEXT];
+};
+
+/* Sets a failure: code, detail fields left as they are, and a sentence. */
+void tide__net_fail_set(struct tide__net_fail *f, int code, const char *fmt,
+                        ...) __attribute__((format(printf, 3, 4)));
+/* The code for a connect() errno, and how telling it is (a higher rank
+ * wins when several addresses failed differently). */
+int tide__net_errno_code(int err, int *rank);
+/* Copies a failure out: the getters' shape. */
+int tide__net_fail_get(const struct tide__net_fail *f,
+                       struct tide_net_detail *detail, char *buf, size_t len);
+/* The first OpenSSL error of a bufferevent's queue that is a real one
+ * (libevent pushes SSL_get_error codes with library 0 among them); the
+ * queue is drained. 0 when there is none. */
+unsigned long tide__net_ssl_error(struct bufferevent *bev);
+
+/* ---- addresses ---- */
+
+union tide__net_sa {
+    struct sockaddr sa;
+    struct sockaddr_in in;
+    struct sockaddr_in6 in6;
+};
+
+struct tide__net_addr {
+    union tide__net_sa u;
+    socklen_t len;
+};
+
+/* "[::1]:443" or "127.0.0.1:443", for messages. */
+void tide__net_addr_text(const struct tide__net_addr *a, char *buf, size_t len);
+
+/* ---- sockets (sock.c) ---- */
+
+struct tide_tcp_factory;
+
+/* A non-blocking, close-on-exec TCP socket with the factory's options,
+ * connecting to a. Returns the fd (connect in progress or done) or -1 with
+ * errno set. */
+evutil_socket_t tide__net_sock_connect(const struct tide_tcp_factory *f,
+                                       const struct tide__net_addr *a);
+/* The pending error of a connecting socket (SO_ERROR), 0 when connected. */
+int tide__net_sock_error(evutil_socket_t fd);
+/* Non-blocking look at an idle socket: 0 nothing pending, 1 bytes pending,
+ * -1 closed or failed (errno in *err). */
+int tide__net_sock_peek(evutil_socket_t fd, int *err);
+
+/* ---- a make in progress: resolution and connect attempts ---- */
+
+#define DIAL_ADDRS    8 /* addresses kept per family */
+#define DIAL_ATTEMPTS 8 /* attempts running at once */
+
+struct tide__net_query; /* one DNS question in flight (resolve.c) */
+
+struct tide__net_attempt {
+    evutil_socket_t fd; /* -1: slot free */
+    struct event ev;
+    struct tide__net_addr addr;
+    struct tide__net_dial *dial;
+};
+
+struct tide__net_family {
+    struct tide__net_addr addrs[DIAL_ADDRS];
+    int n;    /* received */
+    int next; /* next to try */
+    struct tide__net_query *query;
+    bool asked;
+    bool done;
+    int dns_error;
+};
+
+struct tide__net_make;
+
+/* The answer of a dial: fd >= 0 connected (ownership passes), or -1 with
+ * the failure in d->fail. */
+typedef void (*tide__net_dial_cb)(struct tide__net_dial *d, evutil_socket_t fd);
+
+struct tide__net_dial {
+    struct tide_tcp_factory *f;
+    tide__net_dial_cb cb;
+    struct tide__net_family v6;
+    struct tide__net_family v4;
+    int last_family; /* family of the last attempt started */
+    bool held;       /* waiting out the resolution delay for AAAA */
+    bool waited;     /* ... and it has passed */
+    struct tide__net_attempt att[DIAL_ATTEMPTS];
+    int running;
+    int tried;
+    struct event kick;     /* start from the loop */
+    struct event next;     /* attempt delay, and the resolution delay */
+    struct event deadline; /* connect_timeout */
+    bool next_armed;
+    int rank; /* of the failure kept in fail */
+    struct tide__net_fail fail;
+    struct tide__net_addr winner;
+};
+
+/* Sets up d (no I/O yet) and starts it from the loop. */
+void tide__net_dial_start(struct tide__net_dial *d, struct tide_tcp_factory *f,
+                          tide__net_dial_cb cb);
+/* Stops d without an answer: sockets closed, queries let go, timers off. */
+void tide__net_dial_abort(struct tide__net_dial *d);
+
+/* resolve.c, for dial.c */
+/* Fills in what is known at once (literals, localhost) and asks DNS for the
+ * rest; answers arrive later through tide__net_dial_resolved. */
+void tide__net_resolve_start(struct tide__net_dial *d);
+void tide__net_resolve_abort(struct tide__net_dial *d);
+/* A family got its answer (addresses added, or dns_error set). */
+void tide__net_dial_resolved(struct tide__net_dial *d,
+                             struct tide__net_family *fam);
+/* True when both families are answered (or not asked). */
+bool tide__net_resolve_done(const struct tide__net_dial *d);
+
+/* ---- the TCP factory ---- */
+
+struct tide__net_conn;
+
+struct tide__net_conns {
+    struct tide__net_conn **slots; /* open addressing by bufferevent pointer */
+    size_t cap;                    /* a power of two, or 0 */
+    size_t n;
+};
+
+struct tide__net_make {
+    struct tide_tcp_factory *f;
+    struct tide_make *token;
+    struct tide__net_make *prev;
+    struct tide__net_make *next;
+    struct tide__net_dial dial;
+    /* TLS phase */
+    struct bufferevent *bev;
+    struct event hs_timer;
+    bool hs_armed;
+};
+
+struct tide_tls_factory;
+
+struct tide_tcp_factory {
+    struct event_base *base;
+    struct evdns_base *dns;
+    bool own_dns;
+    char *host;
+    uint16_t port;
+    bool literal;  /* host is an address: no DNS */
+    bool loopback; /* host is "localhost": ::1 and 127.0.0.1 */
+    struct tide__net_addr literal_addr;
+    int family;
+    int64_t connect_timeout;
+    int64_t attempt_delay;
+    int64_t keepalive_idle;
+    int64_t keepalive_interval;
+    int keepalive_count;
+    tide_idle_data_cb on_idle_data;
+    void *idle_data_arg;
+
+    struct tide_tls_factory *tls; /* the layer above, when this is the TCP
+                                     part of a TLS factory */
+    struct tide__net_conns conns;
+    struct tide__net_make *makes;
+    struct tide__net_fail last;
+    struct tide_net_stats stats;
+};
+
+/* tcp.c */
+int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
+                   const struct tide_tcp_options *o);
+void tide__tcp_dispose(struct tide_tcp_factory *f);
+/* The pool's hooks, arg = f (the TLS factory binds its TCP part). */
+void tide__tcp_bind(struct tide_tcp_factory *f, struct tide_factory *out);
+/* The make hooks, shared with TLS (arg is the tcp factory). */
+void tide__net_make_begin(struct tide_tcp_factory *f, struct tide_make *token);
+void tide__net_make_cancel(struct tide_tcp_factory *f, struct tide_make *token);
+/* Ends a make: unlinks it, answers the pool, frees it. */
+void tide__net_make_done(struct tide__net_make *m, struct bufferevent *bev);
+void tide__net_make_failed(struct tide__net_make *m,
+                           const struct tide__net_fail *fail);
+
+/* ---- live connections (conns.c) ---- */
+
+struct tide__net_conn {
+    struct bufferevent *bev;
+    struct tide_tcp_factory *f;
+    struct tide_evpool *pool; /* while watched */
+    bool idle;
+    bool tls;
+};
+
+/* Registers bev; NULL when out of memory. */
+struct tide__net_conn *tide__net_conn_add(struct tide_tcp_factory *f,
+                                          struct bufferevent *bev, bool tls);
+struct tide__net_conn *tide__net_conn_find(const struct tide_tcp_factory *f,
+                                           const struct bufferevent *bev);
+void tide__net_conn_remove(struct tide_tcp_factory *f,
+                           struct tide__net_conn *c);
+void tide__net_conns_dispose(struct tide_tcp_factory *f);
+/* A connection in the state a borrower gets it: no callbacks, reading and
+ * writing enabled, no timeouts, no watermarks. */
+void tide__net_hand_over(struct bufferevent *bev);
+
+/* ---- watch.c: the hooks ---- */
+
+void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
+                     void *arg);
+bool tide__net_alive(void *resource, void *arg);
+bool tide__net_reusable(void *resource, void *arg);
+
+/* ---- TLS ---- */
+
+/* tls.c: the TCP phase of a TLS make is over; fd is connected. */
+void tide__tls_handshake(struct tide__net_make *m, evutil_socket_t fd);
+/* tls.c: a TLS connection's part of destroy (close_notify). */
+void tide__tls_close(struct bufferevent *bev);
+void tide__tls_make_abort(struct tide__net_make *m);
+
+#endif
