@@ -61,6 +61,9 @@ struct test_pool {
 void pool_start(struct test_pool *tp, const struct tide_factory *table,
                 int64_t size);
 void pool_stop(struct test_pool *tp);
+/* An acquire callback recording into a struct got (arg). */
+void pool_record(struct tide_evpool *pool, int status, void *resource,
+                 const struct tide_why *why, void *arg);
 /* Acquires and runs the loop until answered (at most ms). */
 struct got *acquire_wait(struct test_pool *tp, struct got *g, int ms);
 bool answered(void *got);
