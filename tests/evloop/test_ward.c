@@ -232,6 +232,43 @@ START_TEST(bucket_spaces_makes_and_waiters_are_served_in_order)
 }
 END_TEST
 
+static void hog_the_loop(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    int64_t until = now_ns() + *(int64_t *)arg;
+    while (now_ns() < until)
+        ; /* a callback that blocks the loop, as an overloaded host would */
+}
+
+START_TEST(shedder_refuses_while_the_loop_lags)
+{
+    struct tide_shedder_options shedder = {.lag_target = TIDE_MS(40)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 4),
+                                    .lag_interval = TIDE_MS(10),
+                                    .ward = {.shedder = &shedder}};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct answer *b = acquired();
+    /* the lag probe runs ~150 ms late: the ceiling on resources in flight
+     * is cut from 2 to 1 */
+    int64_t hog = TIDE_MS(150);
+    struct event *ev = evtimer_new(fx->base, hog_the_loop, &hog);
+    struct timeval tv = {0, 1000};
+    evtimer_add(ev, &tv);
+    run_ms(30);
+    event_free(ev);
+    struct answer *c = acquire(0, NULL);
+    ck_assert(run_until_answered(c, 1000));
+    ck_assert_int_eq(c->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(c->guard, TIDE_GUARD_SHEDDER);
+    ck_assert_int_eq(fx->makes, 2);
+    ck_assert_uint_eq(stats().shed, 1);
+    release(a);
+    release(b);
+}
+END_TEST
+
 static Suite *ward_suite(void)
 {
     Suite *s = suite_create("ward");
@@ -248,6 +285,7 @@ static Suite *ward_suite(void)
     tc = tcase_create("later");
     fixture_add(tc);
     tcase_add_test(tc, bucket_spaces_makes_and_waiters_are_served_in_order);
+    tcase_add_test(tc, shedder_refuses_while_the_loop_lags);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,314 @@
+/* Random interleavings of every public call against a factory that answers
+ * at random (at once, later, never until told, failing), with checks held
+ * open, resources dying while idle, cancels with and without notify, and a
+ * close at the end. After every step the counts must add up; at the end the
+ * fixture's teardown checks that every resource was destroyed exactly once
+ * and the loop runs dry, and this file that every acquire was answered
+ * exactly once unless cancelled without notify. Seeded, so a run repeats
+ * up to the timing of the loop. */
+#include "fixture.h"
+
+#include <stdio.h>
+
+#define CALLS_MAX 512
+
+enum call_state {
+    CALL_PENDING = 0,
+    CALL_ANSWERED,
+    CALL_CANCELLED, /* without notify: must never be answered */
+    CALL_REFUSED,   /* acquire returned an error: no callback */
+};
+
+struct call {
+    struct tide_acquire *handle;
+    enum call_state state;
+    bool notified; /* cancelled with notify: owed one TIDE_ECANCELLED */
+    int answers;
+    int status;
+    struct fake *held; /* lent to this caller and not given back yet */
+};
+
+static struct call calls[CALLS_MAX];
+static int n_calls;
+static uint64_t rng;
+
+static uint32_t draw(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+static void on_answer(struct tide_evpool *pool, int status, void *resource,
+                      const struct tide_why *why, void *arg)
+{
+    (void)pool;
+    struct call *c = arg;
+    ck_assert_msg(c->state != CALL_CANCELLED,
+                  "call %d answered after cancel", (int)(c - calls));
+    ck_assert_msg(c->answers == 0, "call %d answered twice", (int)(c - calls));
+    ck_assert_ptr_nonnull(why->message);
+    c->answers++;
+    c->status = status;
+    c->state = CALL_ANSWERED;
+    c->handle = NULL;
+    if (c->notified)
+        ck_assert_int_eq(status, TIDE_ECANCELLED);
+    if (status == 0) {
+        struct fake *f = resource;
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(f->destroyed, 0);
+        ck_assert(!f->watched);
+        for (int i = 0; i < n_calls; i++)
+            ck_assert_msg(calls[i].held != f, "fake %d lent twice", f->id);
+        c->held = f;
+    } else {
+        ck_assert_ptr_null(resource);
+    }
+}
+
+/* The factory: each make picks how it answers. */
+static void random_make(struct tide_evpool *pool, struct tide_make *token,
+                        void *arg)
+{
+    (void)pool;
+    (void)arg;
+    fx->makes++;
+    switch (draw(8)) {
+    case 0:
+    case 1:
+    case 2:
+        tide_evpool_made(token, new_fake());
+        break;
+    case 3:
+        tide_evpool_unmade(token, -1000 - (int)draw(3), "random failure");
+        break;
+    case 4:
+    case 5:
+        fx->held[fx->n_held++] = token;
+        break;
+    default:
+        /* answered by a later step, ok or not */
+        fx->held[fx->n_held++] = token;
+        break;
+    }
+}
+
+static void check_counts(void)
+{
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_ge(s.idle, 0);
+    ck_assert_int_ge(s.lent, 0);
+    ck_assert_int_ge(s.making, 0);
+    ck_assert_int_ge(s.checking, 0);
+    ck_assert_int_eq(s.live, s.idle + s.lent + s.making + s.checking);
+    ck_assert_int_le(s.live, 4);
+    ck_assert_int_le(s.waiting, 8);
+    /* every resource made is in the pool or destroyed */
+    ck_assert_int_eq((int64_t)(s.made - s.destroyed), s.live - s.making);
+    ck_assert_int_eq(fakes_alive(), (int)(s.made - s.destroyed));
+    int held = 0;
+    for (int i = 0; i < n_calls; i++)
+        held += calls[i].held != NULL;
+    ck_assert_int_le(held, s.lent);
+}
+
+static struct call *pick(bool (*fits)(const struct call *))
+{
+    int start = (int)draw((uint32_t)(n_calls > 0 ? n_calls : 1));
+    for (int k = 0; k < n_calls; k++) {
+        struct call *c = &calls[(start + k) % n_calls];
+        if (fits(c))
+            return c;
+    }
+    return NULL;
+}
+
+static bool is_pending(const struct call *c)
+{
+    return c->state == CALL_PENDING && c->handle;
+}
+
+static bool is_holding(const struct call *c)
+{
+    return c->held != NULL;
+}
+
+static void step(void)
+{
+    switch (draw(12)) {
+    case 0:
+    case 1:
+    case 2: { /* acquire */
+        if (n_calls == CALLS_MAX)
+            break;
+        struct call *c = &calls[n_calls++];
+        int64_t timeout = draw(4) == 0 ? 0 : TIDE_MS(1 + draw(40));
+        int rc = tide_evpool_acquire(fx->pool, timeout, on_answer, c,
+                                     &c->handle);
+        if (rc != 0) {
+            ck_assert_int_eq(rc, TIDE_EQUEUEFULL);
+            ck_assert_ptr_null(c->handle);
+            c->state = CALL_REFUSED;
+        }
+        break;
+    }
+    case 3: { /* cancel */
+        struct call *c = pick(is_pending);
+        if (!c)
+            break;
+        bool notify = draw(2);
+        if (notify)
+            c->notified = true;
+        else
+            c->state = CALL_CANCELLED;
+        struct tide_acquire *h = c->handle;
+        c->handle = NULL;
+        tide_evpool_cancel(h, notify);
+        break;
+    }
+    case 4:
+    case 5: { /* give back: release, broken, discard */
+        struct call *c = pick(is_holding);
+        if (!c)
+            break;
+        struct fake *f = c->held;
+        c->held = NULL;
+        uint32_t how = draw(5);
+        if (how == 0)
+            ck_assert_int_eq(tide_evpool_discard(fx->pool, f), 0);
+        else {
+            f->broken = how == 1;
+            ck_assert_int_eq(tide_evpool_release(fx->pool, f), 0);
+        }
+        break;
+    }
+    case 6: { /* try_acquire */
+        if (n_calls == CALLS_MAX)
+            break;
+        void *got = NULL;
+        int rc = tide_evpool_try_acquire(fx->pool, &got);
+        if (rc == 0) {
+            struct call *c = &calls[n_calls++];
+            c->state = CALL_ANSWERED;
+            c->answers = 1; /* answered at once, no callback */
+            on_answer(fx->pool, 0, got, &(struct tide_why){.message = ""},
+                      &(struct call){0});
+            c->held = got;
+        } else {
+            ck_assert(rc == TIDE_EWOULDBLOCK || rc == TIDE_EUNAVAILABLE);
+            ck_assert_ptr_null(got);
+        }
+        break;
+    }
+    case 7: /* the factory answers a held make */
+        if (fx->n_held > 0)
+            answer_held(draw(3) != 0);
+        break;
+    case 8: /* a held check finishes; checks are held now and then */
+        if (fx->n_held_checks > 0)
+            answer_check(draw(3) != 0);
+        fx->hold_checks = draw(2);
+        break;
+    case 9: { /* an idle one dies: found by its watcher, or by a validator */
+        int start = (int)draw((uint32_t)(fx->n_fakes > 0 ? fx->n_fakes : 1));
+        for (int k = 0; k < fx->n_fakes; k++) {
+            struct fake *f = &fx->fakes[(start + k) % fx->n_fakes];
+            if (f->destroyed || !f->watched)
+                continue;
+            if (draw(2))
+                ck_assert_int_eq(tide_evpool_lost(fx->pool, f), 0);
+            else
+                f->dead = true;
+            break;
+        }
+        break;
+    }
+    case 10: { /* the breaker flips by hand */
+        struct tide_breaker *b = tide_evpool_breaker(fx->pool);
+        if (draw(4) == 0)
+            tide_breaker_deactivate(b, now_ns());
+        else
+            tide_breaker_activate(b, now_ns());
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+START_TEST(random_interleavings_keep_every_promise)
+{
+    rng = UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(_i + 1);
+    n_calls = 0;
+    for (int i = 0; i < CALLS_MAX; i++)
+        calls[i] = (struct call){0};
+    struct tide_breaker_options breaker = {.policy = TIDE_BREAKER_STRIKES,
+                                           .strikes = 4,
+                                           .cooldown = TIDE_MS(10)};
+    struct tide_backoff backoff = {.base = TIDE_MS(1), .cap = TIDE_MS(4)};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 4, .idle = 3, .keep = TIDE_MS(30)),
+        .ward = {.breaker = &breaker, .backoff = &backoff},
+        .min = 1,
+        .make_timeout = TIDE_MS(15),
+        .evict_interval = TIDE_MS(5),
+        .health_interval = TIDE_MS(7),
+        .queue_max = 8,
+        .leak_after = TIDE_MS(20),
+        .retire_after = 5,
+        .seed = (uint64_t)_i + 1,
+    };
+    fx->factory.make = random_make;
+    fixture_pool(&o);
+    for (int s = 0; s < 400; s++) {
+        step();
+        check_counts();
+        run_ms((int)draw(3));
+        check_counts();
+    }
+    /* give everything back, answer everything held, then close */
+    for (int i = 0; i < n_calls; i++)
+        if (calls[i].held) {
+            ck_assert_int_eq(tide_evpool_release(fx->pool, calls[i].held), 0);
+            calls[i].held = NULL;
+        }
+    ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL), 0);
+    while (fx->n_held > 0)
+        answer_held(draw(2));
+    while (fx->n_held_checks > 0)
+        answer_check(draw(2));
+    for (int ms = 0; ms < 1000 && !fx->closed; ms++) {
+        run_ms(1);
+        /* answers delivered during the close may lend one last time */
+        for (int i = 0; i < n_calls; i++)
+            if (calls[i].held) {
+                ck_assert_int_eq(tide_evpool_release(fx->pool, calls[i].held),
+                                 0);
+                calls[i].held = NULL;
+            }
+    }
+    ck_assert_msg(fx->closed, "close never finished (seed %d)", _i);
+    for (int i = 0; i < n_calls; i++) {
+        const struct call *c = &calls[i];
+        if (c->state == CALL_CANCELLED || c->state == CALL_REFUSED)
+            ck_assert_int_eq(c->answers, 0);
+        else
+            ck_assert_msg(c->answers == 1, "call %d answered %d times", i,
+                          c->answers);
+    }
+}
+END_TEST
+
+static Suite *random_suite(void)
+{
+    Suite *s = suite_create("random");
+    TCase *tc = tcase_create("interleavings");
+    fixture_add(tc);
+    tcase_add_loop_test(tc, random_interleavings_keep_every_promise, 0, 12);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TIDE_TEST_MAIN(random_suite)
