@@ -115,18 +115,24 @@ static inline bool tide__breaker_current(const struct tide_breaker *b,
             (now >= b->head_from && now <= b->head_until));
 }
 
+/* Whether admit would let a make through at once, with the roll unchanged
+ * and nothing to record: ACTIVE and current, and with no refused or failed
+ * attempt in the window (attempts <= accepts; k is at least 1) the adaptive
+ * refusal is 0. */
+static inline bool tide__breaker_admits(const struct tide_breaker *b,
+                                        int64_t now)
+{
+    return tide__breaker_current(b, now) &&
+           (b->policy != TIDE_BREAKER_ADAPTIVE ||
+            b->total_attempts <= b->total_accepts);
+}
+
 /* tide_breaker_admit that also rescales *roll to a fresh uniform draw when
- * it lets the make through, so the same roll can still spread its life.
- * With no refused or failed attempt in the window (attempts <= accepts; k is
- * at least 1) the adaptive refusal is 0: let it through, roll unchanged. */
+ * it lets the make through, so the same roll can still spread its life. */
 static inline bool tide__breaker_admit(struct tide_breaker *b, int64_t now,
                                        double *roll)
 {
-    if (tide__breaker_current(b, now) &&
-        (b->policy != TIDE_BREAKER_ADAPTIVE ||
-         b->total_attempts <= b->total_accepts))
-        return true;
-    return tide__breaker_decide(b, now, roll);
+    return tide__breaker_admits(b, now) || tide__breaker_decide(b, now, roll);
 }
 
 /* tide_breaker_success; the adaptive record of an ACTIVE breaker inline. */

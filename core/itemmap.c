@@ -66,6 +66,25 @@ void tide__itemmap_insert(struct tide__itemmap *m, const void *key,
     place(m, key, slot);
 }
 
+/* Backward shift: pulls later entries of the run into the hole unless
+ * their home lies cyclically after the hole (they would be lost), so no
+ * tombstones pile up. The map is copied to a local: a store to a cell could
+ * alias its fields, which the loop would then load again each time. */
+void tide__itemmap_shift(struct tide__itemmap *m, uint32_t hole)
+{
+    const struct tide__itemmap map = *m;
+    for (uint32_t next = (hole + 1) & map.mask;
+         map.cells[next] != TIDE__ITEMMAP_NONE; next = (next + 1) & map.mask) {
+        uint32_t h =
+            tide__itemmap_home(&map, tide__itemmap_key(&map, map.cells[next]));
+        if (((next - h) & map.mask) >= ((next - hole) & map.mask)) {
+            map.cells[hole] = map.cells[next];
+            hole = next;
+        }
+    }
+    map.cells[hole] = TIDE__ITEMMAP_NONE;
+}
+
 void tide__itemmap_remove(struct tide__itemmap *m, const void *key)
 {
     if (!m->cells)

@@ -86,21 +86,17 @@ static inline void tide__itemmap_put(struct tide__itemmap *m, uint32_t at,
     m->cells[at] = slot;
 }
 
-/* Empties the cell seek found a key in. Backward shift: pulls later entries
- * of the run into the hole unless their home lies cyclically after the hole
- * (they would be lost), so no tombstones pile up. */
+/* Closes the hole left at `hole` by pulling later entries of its run back;
+ * out of line, since most holes have an empty cell after them. */
+void tide__itemmap_shift(struct tide__itemmap *m, uint32_t hole);
+
+/* Empties the cell seek found a key in. */
 static inline void tide__itemmap_erase(struct tide__itemmap *m, uint32_t at)
 {
-    uint32_t hole = at;
-    for (uint32_t next = (hole + 1) & m->mask;
-         m->cells[next] != TIDE__ITEMMAP_NONE; next = (next + 1) & m->mask) {
-        uint32_t h = tide__itemmap_home(m, tide__itemmap_key(m, m->cells[next]));
-        if (((next - h) & m->mask) >= ((next - hole) & m->mask)) {
-            m->cells[hole] = m->cells[next];
-            hole = next;
-        }
-    }
-    m->cells[hole] = TIDE__ITEMMAP_NONE;
+    if (m->cells[(at + 1) & m->mask] == TIDE__ITEMMAP_NONE)
+        m->cells[at] = TIDE__ITEMMAP_NONE;
+    else
+        tide__itemmap_shift(m, at);
 }
 
 #endif

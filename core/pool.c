@@ -92,6 +92,19 @@ static void list_push_tail(struct tide_pool *p, struct list *l, uint32_t i)
     l->tail = i;
 }
 
+/* Unlinks the head of a list that is not empty, and returns it. */
+static uint32_t list_pop_head(struct tide_pool *p, struct list *l)
+{
+    uint32_t i = l->head;
+    uint32_t next = p->slots[i].next;
+    l->head = next;
+    if (next != NIL)
+        p->slots[next].prev = NIL;
+    else
+        l->tail = NIL;
+    return i;
+}
+
 static void list_unlink(struct tide_pool *p, struct list *l, uint32_t i)
 {
     struct slot *s = &p->slots[i];
@@ -284,15 +297,10 @@ static int64_t spread_life(const struct tide_pool *p, double roll)
     return life - (int64_t)((double)life * p->limits.spread * roll);
 }
 
-/* Lends idle resource i, the head of the idle list, known fresh. */
-static struct tide_taken lend(struct tide_pool *p, uint32_t i, int64_t now)
+/* Lends the head of the idle list, known fresh. */
+static struct tide_taken lend(struct tide_pool *p, int64_t now)
 {
-    struct slot *s = &p->slots[i];
-    p->idle.head = s->next;
-    if (s->next != NIL)
-        p->slots[s->next].prev = NIL;
-    else
-        p->idle.tail = NIL;
+    struct slot *s = &p->slots[list_pop_head(p, &p->idle)];
     p->idle_count--;
     s->prev = LENT;
     s->next = NIL;
@@ -314,10 +322,31 @@ static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
         slot_release(p, i);
         return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
     }
-    return lend(p, i, now);
+    return lend(p, now);
 }
 
-static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
+/* Reserves the free slot at the head of the free list for a make answered
+ * now; the guards have let it through. */
+static struct tide_taken reserve_slot(struct tide_pool *p, int64_t now,
+                                      double roll)
+{
+    if (p->has_bucket)
+        p->bucket.tokens -= 1.0; /* refilled at now, and one is there */
+    uint32_t i = slot_take_free(p);
+    struct slot *s = &p->slots[i];
+    s->item = NULL;
+    s->dies = spread_life(p, roll);
+    s->since = now;
+    list_push_tail(p, &p->reserved, i);
+    p->reserved_count++;
+    if (p->has_shedder)
+        tide__shedder_issue(&p->shedder);
+    return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
+}
+
+/* Room for one more is there: asks the guards, in order, and reserves. */
+TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
+                                                int64_t now, double roll)
 {
     if (p->has_backoff && now < p->backoff_until)
         return answer(TIDE_LATER, NULL, tide__elapsed(now, p->backoff_until),
@@ -333,18 +362,23 @@ static struct tide_taken reserve(struct tide_pool *p, int64_t now, double roll)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_MEMORY);
     if (p->has_breaker && !tide__breaker_admit(&p->breaker, now, &roll))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
-    if (p->has_bucket)
-        p->bucket.tokens -= 1.0; /* refilled at now above, and one is there */
-    uint32_t i = slot_take_free(p);
-    struct slot *s = &p->slots[i];
-    s->item = NULL;
-    s->dies = spread_life(p, roll);
-    s->since = now;
-    list_push_tail(p, &p->reserved, i);
-    p->reserved_count++;
-    if (p->has_shedder)
-        tide__shedder_issue(&p->shedder);
-    return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
+    return reserve_slot(p, now, roll);
+}
+
+/* Whether reserve would let a make through at once, asked without side
+ * effects (a refill at now is one: reserve's own refill then finds nothing
+ * to add), so a "no" leaves reserve to decide from the start. */
+static bool guards_open(struct tide_pool *p, int64_t now)
+{
+    if (p->has_backoff && now < p->backoff_until)
+        return false;
+    if (p->has_bucket) {
+        tide__bucket_refill(&p->bucket, now);
+        if (p->bucket.tokens < 1.0)
+            return false;
+    }
+    return p->free_head != NIL &&
+           (!p->has_breaker || tide__breaker_admits(&p->breaker, now));
 }
 
 /* No idle one: make one, if the limits and the guards allow. */
@@ -355,7 +389,9 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     if (p->has_shedder && !tide__shedder_admit(&p->shedder))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
-    return reserve(p, now, tide__roll(roll));
+    if (!guards_open(p, now))
+        return reserve(p, now, tide__roll(roll));
+    return reserve_slot(p, now, tide__roll(roll));
 }
 
 /* Everything take decides, in order, for the cases tide_pool_take leaves:
@@ -394,7 +430,7 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
     if (expired(p, &p->slots[i], now) ||
         (p->has_shedder && !tide__shedder_admit(&p->shedder)))
         return take_slow(p, now, roll);
-    return lend(p, i, now);
+    return lend(p, now);
 }
 
 struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
@@ -429,7 +465,7 @@ int tide_pool_hold(struct tide_pool *p, void *item)
 /* Puts a held resource back among the idle at its place by rest time, so
  * the idle list stays ordered for keep. Walks past the ones returned while
  * it was held: few, since a check is short. */
-static void unhold(struct tide_pool *p, uint32_t i)
+TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
 {
     struct slot *s = &p->slots[i];
     uint32_t before = p->idle.head;
@@ -454,9 +490,8 @@ static void unhold(struct tide_pool *p, uint32_t i)
 static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
                                  uint32_t at)
 {
-    uint32_t i = p->reserved.head;
+    uint32_t i = list_pop_head(p, &p->reserved);
     struct slot *s = &p->slots[i];
-    list_unlink(p, &p->reserved, i);
     p->reserved_count--;
     s->item = item;
     s->dies = tide__later(now, s->dies);
@@ -513,9 +548,19 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
     return 0;
 }
 
+/* A pointer the pool never lent fills the oldest open reservation (a MAKE
+ * whose made() was skipped); NIL when none is open. */
+TIDE__NOINLINE static uint32_t adopt(struct tide_pool *p, void *item,
+                                     int64_t now, uint32_t at)
+{
+    if (p->reserved_count == 0)
+        return NIL;
+    return fill_reservation(p, item, now, at);
+}
+
 /* Finds the slot of an item coming back, and its map cell in *at; an
- * unknown one fills the oldest open reservation. NIL when neither. A map
- * without cells has never had a slot, so no reservation either. */
+ * unknown one is adopted. NIL when neither. A map without cells has never
+ * had a slot, so no reservation either. */
 static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
                                   uint32_t *at)
 {
@@ -523,11 +568,7 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
         return NIL;
     *at = tide__itemmap_seek(&p->map, item);
     uint32_t i = p->map.cells[*at];
-    if (i != TIDE__ITEMMAP_NONE)
-        return i;
-    if (p->reserved_count == 0)
-        return NIL;
-    return fill_reservation(p, item, now, *at);
+    return i != TIDE__ITEMMAP_NONE ? i : adopt(p, item, now, *at);
 }
 
 /* Settles the loan of a lent slot; a held one had no ticket. */
@@ -538,22 +579,17 @@ static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
 
-int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
+/* give, once the slot and its map cell are known. */
+static int give_slot(struct tide_pool *p, uint32_t i, uint32_t at, int64_t now)
 {
-    if (!item)
-        return TIDE_EINVAL;
-    uint32_t at;
-    uint32_t i = slot_of_returning(p, item, now, &at);
-    if (i == NIL)
-        return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
     if (s->prev != LENT)
         return TIDE_EDOUBLE;
     bool held = s->next == HELD;
     end_loan(p, s, now);
     if (p->closed || p->idle_count >= p->limits.idle) {
+        slot_free(p, i); /* first: then nothing is live across the erase */
         tide__itemmap_erase(&p->map, at);
-        slot_free(p, i);
         return 0;
     }
     if (held) {
@@ -564,6 +600,29 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
     list_push_head(p, &p->idle, i);
     p->idle_count++;
     return 1;
+}
+
+/* give of a pointer the pool does not know: adopted, then given. Out of
+ * line, so that no call is left in tide_pool_give's common path to make it
+ * save registers. */
+TIDE__NOINLINE static int give_unknown(struct tide_pool *p, void *item,
+                                       int64_t now, uint32_t at)
+{
+    uint32_t i = adopt(p, item, now, at);
+    return i == NIL ? TIDE_EUNKNOWN : give_slot(p, i, at, now);
+}
+
+int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
+{
+    if (!item)
+        return TIDE_EINVAL;
+    if (!p->map.cells)
+        return TIDE_EUNKNOWN; /* never had a slot: nothing lent or reserved */
+    uint32_t at = tide__itemmap_seek(&p->map, item);
+    uint32_t i = p->map.cells[at];
+    if (i == TIDE__ITEMMAP_NONE)
+        return give_unknown(p, item, now, at);
+    return give_slot(p, i, at, now);
 }
 
 int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
