@@ -100,9 +100,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     while (bufferevent_get_openssl_error(bev))
         ;
-    if (what & BEV_EVENT_EOF)
+    if (what & BEV_EVENT_EOF) {
         c->peer_closed = true;
-    else
+        c->s->closed_cleanly++;
+    } else
         c->peer_error = true;
     c->s->closed_by_peer++;
     conn_free(c);

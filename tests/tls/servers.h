@@ -40,6 +40,7 @@ struct test_server {
     int handshakes;
     int resumptions;
     int closed_by_peer;
+    int closed_cleanly;     /* EOF: for TLS a close_notify came first */
     char sni[256];          /* last SNI seen ("" when none) */
     char alpn[64];          /* what the server chose last */
     const char *alpn_offer; /* what the server supports, wire format */
