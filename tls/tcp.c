@@ -183,12 +183,12 @@ void tide__net_make_failed(struct tide__net_make *m,
                            const struct tide__net_fail *fail)
 {
     struct tide_tcp_factory *f = m->f;
+    f->last = *fail; /* fail may live in m: kept before m goes */
     unlink_make(m);
     f->stats.failed++;
-    f->last = *fail;
     struct tide_make *token = m->token;
     free(m);
-    tide_evpool_unmade(token, fail->d.code, fail->text);
+    tide_evpool_unmade(token, f->last.d.code, f->last.text);
 }
 
 static void on_dialed(struct tide__net_dial *d, evutil_socket_t fd)
