@@ -32,6 +32,7 @@ enum conn_state {
     CONN_IDLE,
     CONN_LENT,     /* lent to a caller, or set aside for a waiter */
     CONN_CHECKING, /* in a health check */
+    CONN_LEAVING,  /* on its way to destroy: hooks may still run on it */
 };
 
 struct conn {
@@ -231,6 +232,10 @@ void tide__loan_start(struct tide_evpool *p, uint32_t i);
 /* Takes back a loan the caller never saw (set aside for a waiter that was
  * cancelled before delivery): no loan counted, no reusable() asked. */
 void tide__loan_undo(struct tide_evpool *p, uint32_t i);
+/* Moves conn i to `to` and, if it was idle, stops watching it. The state
+ * moves first, so a loss reported from inside watch(false) is refused. */
+void tide__conn_leave_idle(struct tide_evpool *p, uint32_t i,
+                           enum conn_state to);
 /* Takes conn i off the books in the core, then destroys its resource. */
 void tide__conn_destroy(struct tide_evpool *p, uint32_t i);
 /* Destroys a resource that has no record (a late or orphan make). */

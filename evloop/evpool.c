@@ -204,8 +204,7 @@ int tide_evpool_close(struct tide_evpool *p, tide_closed_cb done, void *arg)
         n = tide_pool_close(p->core, idle, 64);
         for (size_t k = 0; k < n; k++) {
             uint32_t i = tide__conn_find(p, idle[k]);
-            if (p->factory.watch)
-                p->factory.watch(p, idle[k], false, p->factory.arg);
+            tide__conn_leave_idle(p, i, CONN_LEAVING);
             tide__conn_remove(p, i);
             tide__resource_destroy(p, idle[k]);
         }
@@ -238,8 +237,7 @@ static void free_now(struct tide_evpool *p)
         struct conn *c = &p->conns[i];
         if (c->state == CONN_FREE)
             continue;
-        if (c->state == CONN_IDLE && p->factory.watch)
-            p->factory.watch(p, c->resource, false, p->factory.arg);
+        tide__conn_leave_idle(p, i, CONN_LEAVING);
         void *resource = c->resource;
         tide__conn_remove(p, i);
         tide__resource_destroy(p, resource);

@@ -26,10 +26,8 @@ static void start_check(struct tide_evpool *p, uint32_t i)
         return;
     }
     /* counted as in a check before any hook runs, as the core counts it */
-    c->state = CONN_CHECKING;
     p->checking++;
-    if (p->factory.watch)
-        p->factory.watch(p, c->resource, false, p->factory.arg);
+    tide__conn_leave_idle(p, i, CONN_CHECKING);
     t->pool = p;
     t->resource = c->resource;
     t->destroy = p->factory.destroy;

@@ -33,10 +33,18 @@ void tide__resource_destroy(struct tide_evpool *p, void *resource)
     p->factory.destroy(resource, p->factory.arg);
 }
 
-/* Stops watching an idle resource before it leaves the idle state. */
-static void unwatch(struct tide_evpool *p, struct conn *c)
+/* A watcher may report a loss at any moment, from inside watch(false) too
+ * (it notices the peer's close as it stops reading). If the resource still
+ * looked idle then, lost() would drop and destroy it a second time under
+ * the caller's feet, or make the core drop an item it already handed out.
+ * So the state moves first and only then is the watch stopped. */
+void tide__conn_leave_idle(struct tide_evpool *p, uint32_t i,
+                           enum conn_state to)
 {
-    if (c->state == CONN_IDLE && p->factory.watch)
+    struct conn *c = &p->conns[i];
+    bool was_idle = c->state == CONN_IDLE;
+    c->state = (uint8_t)to;
+    if (was_idle && p->factory.watch)
         p->factory.watch(p, c->resource, false, p->factory.arg);
 }
 
@@ -44,11 +52,11 @@ void tide__conn_destroy(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
     void *resource = c->resource;
-    unwatch(p, c);
     if (c->state == CONN_LENT)
         p->lent--;
     else if (c->state == CONN_CHECKING)
         p->checking--;
+    tide__conn_leave_idle(p, i, CONN_LEAVING);
     (void)tide_pool_drop(p->core, resource, p->now);
     tide__conn_remove(p, i);
     tide__resource_destroy(p, resource);
@@ -108,9 +116,8 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
             break;
         }
         uint32_t i = tide__conn_find(p, t.item);
-        struct conn *c = &p->conns[i];
         if (t.answer == TIDE_STALE) {
-            unwatch(p, c);
+            tide__conn_leave_idle(p, i, CONN_LEAVING);
             p->counters.stale++;
             tide__conn_remove(p, i);
             tide__resource_destroy(p, t.item);
@@ -118,10 +125,8 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         }
         /* counted as lent before the hooks run (stats from inside them add
          * up) and so that a destroy below keeps the counts */
-        c->state = CONN_LENT;
         p->lent++;
-        if (p->factory.watch)
-            p->factory.watch(p, c->resource, false, p->factory.arg);
+        tide__conn_leave_idle(p, i, CONN_LENT);
         if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
             p->counters.health_failures++;
             tide__report_failure(p);

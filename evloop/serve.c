@@ -56,10 +56,8 @@ void tide__serve_made(struct tide_evpool *p, uint32_t i)
 static void lend_idle(struct tide_evpool *p, struct tide_taken t)
 {
     uint32_t i = tide__conn_find(p, t.item);
-    struct conn *c = &p->conns[i];
     if (t.answer == TIDE_STALE) {
-        if (p->factory.watch)
-            p->factory.watch(p, c->resource, false, p->factory.arg);
+        tide__conn_leave_idle(p, i, CONN_LEAVING);
         p->counters.stale++;
         tide__conn_remove(p, i);
         tide__resource_destroy(p, t.item);
@@ -67,10 +65,8 @@ static void lend_idle(struct tide_evpool *p, struct tide_taken t)
     }
     /* counted as lent before any hook runs: the core has lent it already,
      * and stats read from inside a hook must add up */
-    c->state = CONN_LENT;
     p->lent++;
-    if (p->factory.watch)
-        p->factory.watch(p, c->resource, false, p->factory.arg);
+    tide__conn_leave_idle(p, i, CONN_LENT);
     if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
         p->counters.health_failures++;
         tide__report_failure(p);

@@ -30,8 +30,7 @@ static void destroy_evicted(struct tide_evpool *p)
         n = tide_pool_evict(p->core, p->now, out, 64);
         for (size_t k = 0; k < n; k++) {
             uint32_t i = tide__conn_find(p, out[k]);
-            if (p->factory.watch)
-                p->factory.watch(p, out[k], false, p->factory.arg);
+            tide__conn_leave_idle(p, i, CONN_LEAVING);
             tide__conn_remove(p, i);
             p->counters.evicted++;
             tide__resource_destroy(p, out[k]);

@@ -174,6 +174,10 @@ static void script_watch(struct tide_evpool *pool, void *resource, bool idle,
     /* the watcher's side: the peer had closed by the time it went idle */
     if (idle && fx->lose_when_idle)
         ck_assert_int_eq(tide_evpool_lost(pool, f), 0);
+    if (!idle && fx->lose_when_unwatched) {
+        ck_assert_int_eq(tide_evpool_lost(pool, f), TIDE_ENOTIDLE);
+        fx->lost_refused++;
+    }
 }
 
 struct fake *answer_held(bool ok)

@@ -55,6 +55,10 @@ struct fixture {
     bool hold_checks;    /* keep check tokens for answer_check */
     bool lose_when_idle; /* the watch hook reports a fake lost as soon as
                             it goes idle (a peer that closed at once) */
+    bool lose_when_unwatched; /* ... and as the pool stops watching it: the
+                                 pool must refuse (TIDE_ENOTIDLE), since
+                                 it is already on its way out */
+    int lost_refused;         /* such reports refused so far */
     /* called first thing from every factory hook ("make", "destroy",
      * "cancel", "alive", "reusable", "check", "watch") */
     void (*probe)(const char *hook, struct fake *f);

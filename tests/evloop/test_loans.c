@@ -267,6 +267,111 @@ START_TEST(stale_idle_resource_is_destroyed_and_another_made)
 }
 END_TEST
 
+/* A watcher may report a loss at any time, also from inside watch(false):
+ * by then the resource is on its way out of idle (lent, checked, evicted,
+ * closed), so the report is refused, not acted on twice. */
+START_TEST(loss_reported_while_unwatched_is_refused)
+{
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 4, .keep = TIDE_MS(30)),
+        .evict_interval = TIDE_MS(10),
+        .health_interval = TIDE_MS(15)};
+    fixture_pool(&o);
+    struct answer *a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = acquired();
+    for (int i = 0; i < 4; i++)
+        release(a[i]);
+    fx->lose_when_unwatched = true;
+    /* lent by the pump, and by try_acquire */
+    struct answer *b = acquired();
+    void *got = NULL;
+    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, &got), 0);
+    ck_assert_int_eq(tide_evpool_release(fx->pool, got), 0);
+    release(b);
+    int before = fx->lost_refused;
+    ck_assert_int_ge(before, 2);
+    /* lost itself */
+    struct fake *f = &fx->fakes[0];
+    ck_assert(f->watched);
+    ck_assert_int_eq(tide_evpool_lost(fx->pool, f), 0);
+    ck_assert_int_eq(f->destroyed, 1);
+    /* health checks, then eviction of the rest */
+    run_ms(20);
+    ck_assert_int_gt(fx->checks, 0);
+    run_ms(60);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.live, 0);
+    ck_assert_uint_eq(s.evicted, 3);
+    ck_assert_int_gt(fx->lost_refused, before + 3);
+    ck_assert_int_eq(fx->n_fakes, 4);
+}
+END_TEST
+
+START_TEST(loss_reported_while_closing_or_freeing_is_refused)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 4)};
+    fixture_pool(&o);
+    struct answer *a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = acquired();
+    release(a[0]);
+    release(a[1]);
+    fx->lose_when_unwatched = true;
+    ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL), 0);
+    ck_assert_int_eq(fx->lost_refused, 2);
+    ck_assert_int_eq(fx->fakes[0].destroyed, 1);
+    ck_assert_int_eq(fx->fakes[1].destroyed, 1);
+    release(a[2]);
+    tide_evpool_free(fx->pool); /* a[3] still lent: destroyed with it */
+    fx->pool = NULL;
+    a[3]->resource = NULL;
+}
+END_TEST
+
+START_TEST(loss_reported_while_freeing_is_refused)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 4)};
+    fixture_pool(&o);
+    struct answer *a[2];
+    for (int i = 0; i < 2; i++)
+        a[i] = acquired();
+    release(a[0]);
+    release(a[1]);
+    fx->lose_when_unwatched = true;
+    tide_evpool_free(fx->pool);
+    fx->pool = NULL;
+    ck_assert_int_eq(fx->lost_refused, 2);
+}
+END_TEST
+
+START_TEST(loss_reported_while_a_stale_one_leaves_is_refused)
+{
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.life = TIDE_MS(20)),
+        .evict_interval = TIDE_SEC(10)};
+    fixture_pool(&o);
+    fx->mode = MAKE_NEVER;
+    struct answer *a = acquire(0, NULL);
+    run_ms(2);
+    answer_held(true);
+    ck_assert(run_until_answered(a, 1000));
+    release(a);
+    run_ms(30); /* past life */
+    fx->lose_when_unwatched = true;
+    /* a make reservation is open while the stale one leaves */
+    struct answer *b = acquire(0, NULL);
+    ck_assert(run_until(answered_all, 50) == false);
+    ck_assert_int_eq(fx->fakes[0].destroyed, 1);
+    ck_assert_int_eq(fx->lost_refused, 1);
+    ck_assert_int_eq(stats().making, 1);
+    answer_held(true);
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_int_eq(b->status, 0);
+    ck_assert_int_eq(stats().live, 1);
+}
+END_TEST
+
 static Suite *loans_suite(void)
 {
     Suite *s = suite_create("loans");
@@ -296,6 +401,10 @@ static Suite *loans_suite(void)
     tcase_add_test(tc,
                    alive_rejection_destroys_it_and_serves_the_waiter_with_another);
     tcase_add_test(tc, alive_rejection_in_try_acquire_tries_the_next_idle);
+    tcase_add_test(tc, loss_reported_while_unwatched_is_refused);
+    tcase_add_test(tc, loss_reported_while_closing_or_freeing_is_refused);
+    tcase_add_test(tc, loss_reported_while_freeing_is_refused);
+    tcase_add_test(tc, loss_reported_while_a_stale_one_leaves_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
