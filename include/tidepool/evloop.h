@@ -48,8 +48,11 @@ struct tide_check;   /* one health check in progress */
 
 /* How the pool opens, closes and checks resources. make and destroy are
  * required; the rest are optional (NULL). Every callback gets `arg` last.
- * None of them may call tide_evpool_free; each may call the answer function
- * it is given a token for, at once or later from the loop. */
+ * None of them may call tide_evpool_free, nor release or discard the
+ * resource it is called about; each may call the answer function it is
+ * given a token for, at once or later from the loop, and watch may report
+ * a loss with tide_evpool_lost at any time (from inside watch(false) it is
+ * refused with TIDE_ENOTIDLE: the resource is already leaving idle). */
 struct tide_factory {
     /* Begins opening one resource. Answer exactly once, now or later, with
      * tide_evpool_made(token, resource) or tide_evpool_unmade(token, code,

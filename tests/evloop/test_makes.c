@@ -241,6 +241,7 @@ START_TEST(made_after_the_pool_is_freed_destroys_the_resource)
     tide_evpool_free(fx->pool);
     fx->pool = NULL;
     ck_assert_int_eq(fx->cancels, 1);
+    ck_assert_ptr_null(tide_make_pool(fx->held[0]));
     struct fake *f = answer_held(true);
     ck_assert_int_eq(f->destroyed, 1);
 }
