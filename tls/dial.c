@@ -73,6 +73,15 @@ void tide__net_dial_abort(struct tide__net_dial *d)
     tide__net_resolve_abort(d);
 }
 
+void tide__net_dial_forget(struct tide__net_dial *d)
+{
+    for (int i = 0; i < DIAL_ATTEMPTS; i++)
+        event_debug_unassign(&d->att[i].ev);
+    event_debug_unassign(&d->kick);
+    event_debug_unassign(&d->next);
+    event_debug_unassign(&d->deadline);
+}
+
 /* The most telling failure so far is kept. */
 static void note_failure(struct tide__net_dial *d,
                          const struct tide__net_addr *a, int err)

@@ -132,6 +132,9 @@ void tide__net_dial_start(struct tide__net_dial *d, struct tide_tcp_factory *f,
                           tide__net_dial_cb cb);
 /* Stops d without an answer: sockets closed, queries let go, timers off. */
 void tide__net_dial_abort(struct tide__net_dial *d);
+/* Before the memory of a stopped d is freed: its events are embedded, and
+ * libevent's debug mode tracks them until told. */
+void tide__net_dial_forget(struct tide__net_dial *d);
 
 /* resolve.c, for dial.c */
 /* Fills in what is known at once (literals, localhost) and asks DNS for the

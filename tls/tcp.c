@@ -15,8 +15,9 @@
 
 #include "net_internal.h"
 
-#define KEEPALIVE_MAX TIDE_SEC(32767) /* Linux's bound on TCP_KEEPIDLE/INTVL   \
-                                       */
+#define KEEPALIVE_MAX                                                          \
+    TIDE_SEC(32767) /* Linux's bound on TCP_KEEPIDLE/INTVL                     \
+                     */
 #define HOST_MAX 253
 
 /* ---- options ---- */
@@ -141,9 +142,17 @@ int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
 
 static struct tide__net_make *make_of(struct tide__net_dial *d)
 {
-    return (
-        struct tide__net_make *)(void *)((char *)d -
-                                         offsetof(struct tide__net_make, dial));
+    char *at = (char *)d - offsetof(struct tide__net_make, dial);
+    return (struct tide__net_make *)(void *)at;
+}
+
+/* Frees a make whose events are all stopped. They are embedded: libevent's
+ * debug mode is told they are gone (a no-op outside it). */
+static void free_make(struct tide__net_make *m)
+{
+    tide__net_dial_forget(&m->dial);
+    event_debug_unassign(&m->hs_timer);
+    free(m);
 }
 
 static void unlink_make(struct tide__net_make *m)
@@ -175,7 +184,7 @@ void tide__net_make_done(struct tide__net_make *m, struct bufferevent *bev)
     f->stats.made++;
     f->stats.live++;
     struct tide_make *token = m->token;
-    free(m);
+    free_make(m);
     tide_evpool_made(token, bev); /* the pool owns bev from here */
 }
 
@@ -187,7 +196,7 @@ void tide__net_make_failed(struct tide__net_make *m,
     unlink_make(m);
     f->stats.failed++;
     struct tide_make *token = m->token;
-    free(m);
+    free_make(m);
     tide_evpool_unmade(token, f->last.d.code, f->last.text);
 }
 
@@ -246,7 +255,7 @@ static void cancel_make(struct tide__net_make *m, const char *why)
     unlink_make(m);
     f->stats.cancelled++;
     struct tide_make *token = m->token;
-    free(m);
+    free_make(m);
     tide_evpool_unmade(token, TIDE_ECANCELLED, why);
 }
 

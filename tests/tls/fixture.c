@@ -101,6 +101,11 @@ static void on_log(int severity, const char *msg)
 
 void fixture_setup(void)
 {
+    static bool debugging;
+    if (!debugging) { /* once, before any event exists */
+        event_enable_debug_mode();
+        debugging = true;
+    }
     if (!ssl_counting) {
         SSL_get_ex_new_index(0, NULL, ssl_new_cb, NULL, ssl_free_cb);
         ssl_counting = true;
