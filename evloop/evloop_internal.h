@@ -84,9 +84,9 @@ struct tide_make {
     struct tide_make *prev;
     struct tide_make *next;
     struct event timer; /* make timeout */
-    bool for_waiter;   /* made for a queued caller (else for the minimum) */
-    bool abandoned;    /* timed out or cancelled: the core has forgotten it */
-    bool cancelled;    /* the factory's cancel ran: it runs once at most */
+    bool for_waiter;    /* made for a queued caller (else for the minimum) */
+    bool abandoned;     /* timed out or cancelled: the core has forgotten it */
+    bool cancelled;     /* the factory's cancel ran: it runs once at most */
     /* kept to close a late success after the pool is gone */
     void (*destroy)(void *resource, void *arg);
     void *destroy_arg;

@@ -132,8 +132,8 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
     p->on_leak = o.on_leak;
     p->leak_arg = o.leak_arg;
     p->shedding = o.ward.shedder != NULL;
-    p->rng = o.seed ? o.seed : (uint64_t)tide__evpool_clock(p) ^
-                                   (uint64_t)(uintptr_t)p;
+    p->rng = o.seed ? o.seed
+                    : (uint64_t)tide__evpool_clock(p) ^ (uint64_t)(uintptr_t)p;
     rc = tide_pool_new(&o.limits, &o.ward, tide__evpool_clock(p), &p->core);
     if (rc == 0) {
         int64_t size = o.limits.size;
@@ -274,8 +274,8 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->checking = p->checking;
     out->making = out->live - out->idle - out->lent - out->checking;
     out->waiting = p->queued.count;
-    out->breaker = p->breaker ? tide_breaker_state(p->breaker)
-                              : TIDE_BREAKER_ACTIVE;
+    out->breaker =
+        p->breaker ? tide_breaker_state(p->breaker) : TIDE_BREAKER_ACTIVE;
     out->refusal = tide_pool_refusal(p->core, now);
     const struct counters *c = &p->counters;
     out->made = c->made;

@@ -109,7 +109,8 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
     int64_t now = tide__evpool_clock(p);
     int rc = TIDE_EWOULDBLOCK;
     while (rc == TIDE_EWOULDBLOCK && tide_pool_idle(p->core) > 0) {
-        struct tide_taken t = tide_pool_take(p->core, now, tide__evpool_roll(p));
+        struct tide_taken t =
+            tide_pool_take(p->core, now, tide__evpool_roll(p));
         if (t.answer == TIDE_SHED) {
             p->counters.shed++;
             rc = TIDE_EUNAVAILABLE;

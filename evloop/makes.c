@@ -53,8 +53,8 @@ static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
     if (for_waiter) {
         p->makes_for_waiters--;
         if (p->queued.count > 0)
-            tide__waiter_answer(p, p->queued.head, code, NULL,
-                                TIDE_GUARD_NONE, 0, p->last_message);
+            tide__waiter_answer(p, p->queued.head, code, NULL, TIDE_GUARD_NONE,
+                                0, p->last_message);
     } else {
         /* a failed top-up waits a round before it tries again */
         p->topup_after = p->now + p->evict.period;

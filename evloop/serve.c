@@ -97,7 +97,8 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
     struct tide_acquire *w = first_uncovered(p);
     if (!w)
         return false;
-    int status = t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
+    int status =
+        t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
     p->counters.shed++;
     tide__waiter_answer(p, w, status, NULL, t.guard, 0, NULL);
     return true;

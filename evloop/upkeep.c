@@ -43,8 +43,8 @@ void tide__topup(struct tide_evpool *p)
     if (p->closing || p->min == 0)
         return;
     while (tide_pool_live(p->core) < p->min && p->now >= p->topup_after) {
-        struct tide_taken t = tide_pool_grow(p->core, p->now,
-                                             tide__evpool_roll(p));
+        struct tide_taken t =
+            tide_pool_grow(p->core, p->now, tide__evpool_roll(p));
         if (t.answer != TIDE_MAKE) {
             if (t.answer == TIDE_LATER)
                 p->topup_after = p->now + t.span;

@@ -168,8 +168,8 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
     struct tide_evpool *p = w->pool;
     if (w->state == WAITER_QUEUED) {
         if (notify) {
-            tide__waiter_answer(p, w, TIDE_ECANCELLED, NULL, TIDE_GUARD_NONE,
-                                0, NULL);
+            tide__waiter_answer(p, w, TIDE_ECANCELLED, NULL, TIDE_GUARD_NONE, 0,
+                                NULL);
             tide__serve_schedule(p);
             return;
         }

@@ -81,7 +81,8 @@ static void answer_later(struct tide_make *token, bool ok)
     l->ev = evtimer_new(fx->base, on_later, l);
     fx->laters++;
     struct timeval tv = {.tv_sec = (time_t)(fx->delay / 1000000000),
-                         .tv_usec = (suseconds_t)(fx->delay % 1000000000 / 1000)};
+                         .tv_usec =
+                             (suseconds_t)(fx->delay % 1000000000 / 1000)};
     evtimer_add(l->ev, &tv);
 }
 
@@ -294,10 +295,11 @@ void fixture_teardown(void)
     /* the factory's own timers answer orphans or closed pools */
     ck_assert_msg(run_until(no_laters, 5000), "factory timers never fired");
     /* nothing may be left in the loop: the base must run dry */
-    ck_assert_int_eq(event_base_loop(fx->base, EVLOOP_NONBLOCK | EVLOOP_ONCE), 1);
+    ck_assert_int_eq(event_base_loop(fx->base, EVLOOP_NONBLOCK | EVLOOP_ONCE),
+                     1);
     for (int i = 0; i < fx->n_fakes; i++)
-        ck_assert_msg(fx->fakes[i].destroyed == 1,
-                      "fake %d destroyed %d times", i, fx->fakes[i].destroyed);
+        ck_assert_msg(fx->fakes[i].destroyed == 1, "fake %d destroyed %d times",
+                      i, fx->fakes[i].destroyed);
     for (int i = 0; i < fx->n_answers; i++)
         ck_assert_msg(fx->answers[i].calls <= 1, "acquire %d answered %d times",
                       i, fx->answers[i].calls);

@@ -13,14 +13,14 @@
 #include "runner.h"
 
 enum script_mode {
-    MAKE_NOW = 0,   /* answer inside make() */
-    MAKE_LATER,     /* answer after `delay` from a timer */
-    MAKE_FAIL,      /* fail inside make() */
-    MAKE_FAIL_LATER,/* fail after `delay` */
-    MAKE_NEVER,     /* hold the token until the test answers it */
+    MAKE_NOW = 0,    /* answer inside make() */
+    MAKE_LATER,      /* answer after `delay` from a timer */
+    MAKE_FAIL,       /* fail inside make() */
+    MAKE_FAIL_LATER, /* fail after `delay` */
+    MAKE_NEVER,      /* hold the token until the test answers it */
 };
 
-#define FAKE_MAX 256
+#define FAKE_MAX    256
 #define ANSWERS_MAX 256
 
 struct fake {
@@ -52,9 +52,9 @@ struct fixture {
     /* make k (counting from 0) follows plan[k] when k < n_plan, else mode */
     enum script_mode plan[FAKE_MAX];
     int n_plan;
-    bool hold_checks;    /* keep check tokens for answer_check */
-    bool lose_when_idle; /* the watch hook reports a fake lost as soon as
-                            it goes idle (a peer that closed at once) */
+    bool hold_checks;         /* keep check tokens for answer_check */
+    bool lose_when_idle;      /* the watch hook reports a fake lost as soon as
+                                 it goes idle (a peer that closed at once) */
     bool lose_when_unwatched; /* ... and as the pool stops watching it: the
                                  pool must refuse (TIDE_ENOTIDLE), since
                                  it is already on its way out */
@@ -65,9 +65,9 @@ struct fixture {
     /* what happened */
     struct fake fakes[FAKE_MAX];
     int n_fakes;
-    int makes;    /* make() calls */
-    int cancels;  /* cancel() calls */
-    int checks;   /* check() calls */
+    int makes;   /* make() calls */
+    int cancels; /* cancel() calls */
+    int checks;  /* check() calls */
     int watch_on;
     int watch_off;
     struct tide_make *held[FAKE_MAX]; /* MAKE_NEVER tokens, in order */

@@ -69,8 +69,10 @@ START_TEST(new_refuses_invalid_options)
         {0},
         {.limits = TIDE_LIMITS(.size = 3), .min = 3},
         {.limits = TIDE_LIMITS(.size = TIDE_UNLIMITED)},
-        {.make_timeout = TIDE_FOREVER, .health_interval = TIDE_FOREVER,
-         .evict_interval = TIDE_FOREVER, .queue_max = TIDE_UNLIMITED},
+        {.make_timeout = TIDE_FOREVER,
+         .health_interval = TIDE_FOREVER,
+         .evict_interval = TIDE_FOREVER,
+         .queue_max = TIDE_UNLIMITED},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         ck_assert_msg(try_new(&good[i]) == 0, "good options %zu", i);
@@ -408,7 +410,8 @@ static Suite *evpool_suite(void)
 
     tc = tcase_create("close");
     fixture_add(tc);
-    tcase_add_test(tc, close_wakes_every_waiter_and_destroys_each_resource_once);
+    tcase_add_test(tc,
+                   close_wakes_every_waiter_and_destroys_each_resource_once);
     tcase_add_test(tc, close_destroys_idle_at_once_and_calls_done_once);
     tcase_add_test(tc, acquire_after_close_is_refused);
     tcase_add_test(tc, close_fails_a_waiter_whose_resource_was_set_aside);

@@ -147,9 +147,8 @@ static void counts_add_up(const char *hook, struct fake *f)
     ck_assert_msg(s.live == s.idle + s.lent + s.making + s.checking,
                   "%s: live %lld != idle %lld + lent %lld + making %lld + "
                   "checking %lld",
-                  hook, (long long)s.live, (long long)s.idle,
-                  (long long)s.lent, (long long)s.making,
-                  (long long)s.checking);
+                  hook, (long long)s.live, (long long)s.idle, (long long)s.lent,
+                  (long long)s.making, (long long)s.checking);
     if (strcmp(hook, "alive") == 0 || strcmp(hook, "reusable") == 0)
         ck_assert_int_ge(s.lent, 1);
     if (strcmp(hook, "check") == 0)

@@ -245,9 +245,8 @@ END_TEST
 START_TEST(stale_idle_resource_is_destroyed_and_another_made)
 {
     /* life, not keep: eviction is too slow to see it first */
-    struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.life = TIDE_MS(20)),
-        .evict_interval = TIDE_SEC(10)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.life = TIDE_MS(20)),
+                                    .evict_interval = TIDE_SEC(10)};
     fixture_pool(&o);
     struct fake *f = release(acquired());
     run_ms(30);
@@ -347,9 +346,8 @@ END_TEST
 
 START_TEST(loss_reported_while_a_stale_one_leaves_is_refused)
 {
-    struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.life = TIDE_MS(20)),
-        .evict_interval = TIDE_SEC(10)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.life = TIDE_MS(20)),
+                                    .evict_interval = TIDE_SEC(10)};
     fixture_pool(&o);
     fx->mode = MAKE_NEVER;
     struct answer *a = acquire(0, NULL);
@@ -398,8 +396,8 @@ static Suite *loans_suite(void)
     fixture_add(tc);
     tcase_add_test(tc, lost_idle_resource_wakes_a_waiter);
     tcase_add_test(tc, lost_idle_resource_is_destroyed_at_once);
-    tcase_add_test(tc,
-                   alive_rejection_destroys_it_and_serves_the_waiter_with_another);
+    tcase_add_test(
+        tc, alive_rejection_destroys_it_and_serves_the_waiter_with_another);
     tcase_add_test(tc, alive_rejection_in_try_acquire_tries_the_next_idle);
     tcase_add_test(tc, loss_reported_while_unwatched_is_refused);
     tcase_add_test(tc, loss_reported_while_closing_or_freeing_is_refused);

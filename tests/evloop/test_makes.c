@@ -254,8 +254,8 @@ static Suite *makes_suite(void)
     fixture_add(tc);
     tcase_add_test(tc, failing_factory_gives_each_waiter_one_error);
     tcase_add_test(tc, factory_failing_at_once_gives_each_waiter_one_error);
-    tcase_add_test(tc,
-                   failing_factory_under_backoff_times_waiters_out_with_the_cause);
+    tcase_add_test(
+        tc, failing_factory_under_backoff_times_waiters_out_with_the_cause);
     tcase_add_test(tc, make_error_is_the_last_makes_code);
     tcase_add_test(tc, unmade_without_a_code_of_its_own_is_emake);
     tcase_add_test(tc, made_with_null_is_a_failure);

@@ -58,8 +58,8 @@ static void on_answer(struct tide_evpool *pool, int status, void *resource,
 {
     (void)pool;
     struct call *c = arg;
-    ck_assert_msg(c->state != CALL_CANCELLED,
-                  "call %d answered after cancel", (int)(c - calls));
+    ck_assert_msg(c->state != CALL_CANCELLED, "call %d answered after cancel",
+                  (int)(c - calls));
     ck_assert_msg(c->answers == 0, "call %d answered twice", (int)(c - calls));
     ck_assert_ptr_nonnull(why->message);
     c->answers++;
@@ -193,8 +193,8 @@ static void step(void)
             break;
         struct call *c = &calls[n_calls++];
         int64_t timeout = draw(4) == 0 ? 0 : TIDE_MS(1 + draw(40));
-        int rc = tide_evpool_acquire(fx->pool, timeout, on_answer, c,
-                                     &c->handle);
+        int rc =
+            tide_evpool_acquire(fx->pool, timeout, on_answer, c, &c->handle);
         if (rc != 0) {
             ck_assert(rc == TIDE_EQUEUEFULL || rc == TIDE_ECLOSED);
             ck_assert_ptr_null(c->handle);
@@ -296,9 +296,8 @@ START_TEST(random_interleavings_keep_every_promise)
     n_calls = 0;
     for (int i = 0; i < CALLS_MAX; i++)
         calls[i] = (struct call){0};
-    struct tide_breaker_options breaker = {.policy = TIDE_BREAKER_STRIKES,
-                                           .strikes = 4,
-                                           .cooldown = TIDE_MS(10)};
+    struct tide_breaker_options breaker = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 4, .cooldown = TIDE_MS(10)};
     struct tide_backoff backoff = {.base = TIDE_MS(1), .cap = TIDE_MS(4)};
     struct tide_evpool_options o = {
         .limits = TIDE_LIMITS(.size = 4, .idle = 3, .keep = TIDE_MS(30)),

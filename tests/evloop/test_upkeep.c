@@ -67,9 +67,8 @@ static bool none_idle(void)
 
 START_TEST(eviction_destroys_idle_past_keep)
 {
-    struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.keep = TIDE_MS(50)),
-        .evict_interval = TIDE_MS(20)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.keep = TIDE_MS(50)),
+                                    .evict_interval = TIDE_MS(20)};
     fixture_pool(&o);
     struct answer *a = acquired();
     struct answer *b = acquired();
@@ -91,11 +90,10 @@ START_TEST(timers_disarm_when_idle_so_the_loop_exits)
 {
     /* health checks and leak reports on with long periods: they must not
      * hold the loop once nothing is idle or lent */
-    struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.keep = TIDE_MS(40)),
-        .evict_interval = TIDE_MS(20),
-        .health_interval = TIDE_SEC(30),
-        .leak_after = TIDE_SEC(60)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.keep = TIDE_MS(40)),
+                                    .evict_interval = TIDE_MS(20),
+                                    .health_interval = TIDE_SEC(30),
+                                    .leak_after = TIDE_SEC(60)};
     fixture_pool(&o);
     struct fake *f = release(acquired());
     int64_t start = now_ns();
@@ -148,9 +146,8 @@ static void on_leak(struct tide_evpool *pool, void *resource, int64_t held,
 
 START_TEST(leak_report_fires_once_per_loan)
 {
-    struct tide_evpool_options o = {.leak_after = TIDE_MS(30),
-                                    .on_leak = on_leak,
-                                    .leak_arg = &leaks};
+    struct tide_evpool_options o = {
+        .leak_after = TIDE_MS(30), .on_leak = on_leak, .leak_arg = &leaks};
     leaks = (struct leak){0}; /* CK_FORK=no runs every test in one process */
     fixture_pool(&o);
     struct answer *a = acquired();
@@ -201,8 +198,8 @@ static Suite *upkeep_suite(void)
     TCase *tc = tcase_create("min");
     fixture_add(tc);
     tcase_add_test(tc, prewarm_makes_min_at_start);
-    tcase_add_test(tc,
-                   prewarm_partial_failure_does_not_fail_the_pool_and_tops_up_later);
+    tcase_add_test(
+        tc, prewarm_partial_failure_does_not_fail_the_pool_and_tops_up_later);
     tcase_add_test(tc, min_is_kept_after_a_discard);
     suite_add_tcase(s, tc);
 

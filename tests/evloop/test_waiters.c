@@ -334,8 +334,8 @@ static Suite *waiters_suite(void)
     tcase_add_test(tc, cancelled_waiter_passes_its_make_on);
     tcase_add_test(tc, cancelled_waiter_passes_its_resource_on);
     tcase_add_test(tc, cancel_with_notify_answers_once_with_ecancelled);
-    tcase_add_test(tc,
-                   cancel_with_notify_of_a_served_waiter_passes_the_resource_on);
+    tcase_add_test(
+        tc, cancel_with_notify_of_a_served_waiter_passes_the_resource_on);
     tcase_add_test(tc, cancel_without_notify_never_calls_back);
     suite_add_tcase(s, tc);
 

@@ -32,7 +32,8 @@ START_TEST(inactive_breaker_fails_acquires_fast_even_with_idle)
     ck_assert_int_eq(a->guard, TIDE_GUARD_BREAKER);
     ck_assert_ptr_null(a->resource);
     void *got = NULL;
-    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, &got), TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, &got),
+                     TIDE_EUNAVAILABLE);
     ck_assert_ptr_null(got);
     /* the idle one is kept for when the backend is back */
     ck_assert_int_eq(f->destroyed, 0);
@@ -50,9 +51,8 @@ END_TEST
 
 START_TEST(strikes_open_the_breaker_and_refuse_queued_waiters)
 {
-    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
-                                     .strikes = 2,
-                                     .cooldown = TIDE_SEC(10)};
+    struct tide_breaker_options b = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 2, .cooldown = TIDE_SEC(10)};
     struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
                                     .ward = {.breaker = &b}};
     fixture_pool(&o);
@@ -75,9 +75,8 @@ END_TEST
 
 START_TEST(recovering_breaker_probes_once_then_activates)
 {
-    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
-                                     .strikes = 2,
-                                     .cooldown = TIDE_MS(100)};
+    struct tide_breaker_options b = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 2, .cooldown = TIDE_MS(100)};
     struct tide_evpool_options o = {.ward = {.breaker = &b}};
     fixture_pool(&o);
     fx->plan[0] = fx->plan[1] = MAKE_FAIL;
@@ -161,9 +160,9 @@ START_TEST(strategy_hears_every_success_and_failure)
     fixture_pool(&o);
     fx->plan[2] = MAKE_FAIL;
     fx->n_plan = 3;
-    struct answer *a = acquired();                /* success 1 */
-    struct answer *b2 = acquired();               /* success 2 */
-    struct answer *c = acquire(0, NULL);          /* failure 1 */
+    struct answer *a = acquired();       /* success 1 */
+    struct answer *b2 = acquired();      /* success 2 */
+    struct answer *c = acquire(0, NULL); /* failure 1 */
     ck_assert(run_until_answered(c, 1000));
     ck_assert_int_eq(c->status, fx->fail_code);
     ck_assert_int_eq(r.successes, 2);
@@ -172,12 +171,12 @@ START_TEST(strategy_hears_every_success_and_failure)
     a->resource = NULL;
     ck_assert_int_eq(tide_evpool_discard(fx->pool, fa), 0); /* failure 2 */
     ((struct fake *)b2->resource)->broken = true;
-    release(b2);                                  /* failure 3 */
+    release(b2); /* failure 3 */
     ck_assert_int_eq(r.failures, 3);
-    struct answer *d = acquired();                /* success 3 */
+    struct answer *d = acquired(); /* success 3 */
     struct fake *fd = release(d);
     fd->dead = true;
-    struct answer *e = acquired();  /* failure 4 (alive), then success 4 */
+    struct answer *e = acquired(); /* failure 4 (alive), then success 4 */
     ck_assert_ptr_ne(e->resource, fd);
     ck_assert_int_eq(r.successes, 4);
     ck_assert_int_eq(r.failures, 4);
@@ -194,9 +193,9 @@ START_TEST(strategy_installed_on_the_pools_breaker)
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
     struct tide_evpool_options o = {.ward = {.breaker = &b}};
     fixture_pool(&o);
-    ck_assert_int_eq(tide_breaker_set_strategy(tide_evpool_breaker(fx->pool),
-                                               &counting, &r),
-                     0);
+    ck_assert_int_eq(
+        tide_breaker_set_strategy(tide_evpool_breaker(fx->pool), &counting, &r),
+        0);
     struct answer *a = acquired();
     ck_assert_int_eq(r.successes, 1);
     void *fa = a->resource;
