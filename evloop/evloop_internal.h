@@ -186,7 +186,8 @@ struct tide_evpool {
     struct event pump;
     struct event retry; /* after LATER */
     bool retry_armed;
-    struct upkeep_timer evict;
+    struct upkeep_timer evict; /* eviction, and the rounds of top-ups */
+    bool evicting;             /* evict_interval is not TIDE_FOREVER */
     struct upkeep_timer health;
     struct upkeep_timer leak;
     struct upkeep_timer lag;
@@ -208,6 +209,13 @@ struct tide_evpool {
     int last_error;     /* the last failed make's code, kept */
     char *last_message; /* and its message */
 };
+
+/* t + span, saturating at TIDE_FOREVER (span >= 0): spans come from the
+ * options and may be as large as the user likes. */
+static inline int64_t tide__after(int64_t t, int64_t span)
+{
+    return span > INT64_MAX - t ? TIDE_FOREVER : t + span;
+}
 
 /* evpool.c */
 int64_t tide__evpool_clock(struct tide_evpool *p);

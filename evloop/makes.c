@@ -56,8 +56,9 @@ static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
             tide__waiter_answer(p, p->queued.head, code, NULL, TIDE_GUARD_NONE,
                                 0, p->last_message);
     } else {
-        /* a failed top-up waits a round before it tries again */
-        p->topup_after = p->now + p->evict.period;
+        /* a failed top-up waits a round before it tries again (the
+         * period is finite even with eviction off: see upkeep.c) */
+        p->topup_after = tide__after(p->now, p->evict.period);
     }
     tide__serve_schedule(p);
     tide__evpool_check_closed(p);

@@ -12,7 +12,7 @@ static void arm(struct tide_evpool *p, struct upkeep_timer *t)
     tide__timeval(t->period, &tv);
     event_add(&t->ev, &tv);
     t->armed = true;
-    t->due = p->now + t->period;
+    t->due = tide__after(p->now, t->period);
 }
 
 static void stop(struct upkeep_timer *t)
@@ -47,7 +47,7 @@ void tide__topup(struct tide_evpool *p)
             tide_pool_grow(p->core, p->now, tide__evpool_roll(p));
         if (t.answer != TIDE_MAKE) {
             if (t.answer == TIDE_LATER)
-                p->topup_after = p->now + t.span;
+                p->topup_after = tide__after(p->now, t.span);
             return;
         }
         tide__make_start(p, false);
@@ -78,7 +78,8 @@ static void on_evict(evutil_socket_t fd, short what, void *arg)
     struct tide_evpool *p = arg;
     p->evict.armed = false;
     tide__evpool_enter(p);
-    destroy_evicted(p);
+    if (p->evicting)
+        destroy_evicted(p);
     tide__topup(p);
     tide__upkeep_sync(p);
     tide__evpool_leave(p);
@@ -126,7 +127,11 @@ static void on_lag(evutil_socket_t fd, short what, void *arg)
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                        int64_t health_interval, int64_t lag_interval)
 {
-    p->evict.period = evict_interval;
+    /* The eviction timer also paces the top-ups to min after a failure. With
+     * eviction off it still runs then (and only then), once a second, the
+     * preset interval: a failed minimum must be made again some time. */
+    p->evicting = evict_interval != TIDE_FOREVER;
+    p->evict.period = p->evicting ? evict_interval : TIDE_SEC(1);
     p->health.period = p->factory.check ? health_interval : TIDE_FOREVER;
     p->lag.period = p->shedding ? lag_interval : TIDE_FOREVER;
     if (p->leak_after == TIDE_FOREVER) {
@@ -162,7 +167,7 @@ void tide__upkeep_sync(struct tide_evpool *p)
     int64_t idle = tide_pool_idle(p->core);
     int64_t live = tide_pool_live(p->core);
     bool topping_up = !p->closing && live < p->min;
-    want(p, &p->evict, idle > 0 || topping_up);
+    want(p, &p->evict, (idle > 0 && p->evicting) || topping_up);
     want(p, &p->health, idle > 0 && !p->closing);
     want(p, &p->leak, p->lent > 0);
     want(p, &p->lag, live > 0 || p->queued.count > 0);

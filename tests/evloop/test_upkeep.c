@@ -8,6 +8,11 @@ static bool min_is_up(void)
     return s.live == 3 && s.idle == 3;
 }
 
+static bool min_is_up_one(void)
+{
+    return stats().idle == 1;
+}
+
 START_TEST(prewarm_makes_min_at_start)
 {
     struct tide_evpool_options o = {.min = 3};
@@ -57,6 +62,45 @@ START_TEST(min_is_kept_after_a_discard)
     ck_assert_int_eq(s.live, 1);
     ck_assert_int_eq(s.idle, 1);
     ck_assert_int_eq(fx->makes, 2);
+}
+END_TEST
+
+START_TEST(min_is_topped_up_with_eviction_off)
+{
+    /* TIDE_FOREVER turns the eviction timer off; the minimum must still be
+     * made again after a failed top-up */
+    struct tide_evpool_options o = {.min = 1, .evict_interval = TIDE_FOREVER};
+    fx->plan[0] = MAKE_FAIL;
+    fx->n_plan = 1;
+    fixture_pool(&o);
+    run_ms(5);
+    ck_assert_int_eq(fx->makes, 1);
+    ck_assert_int_eq(stats().live, 0);
+    ck_assert(run_until(min_is_up_one, 3000));
+    ck_assert_int_eq(fx->makes, 2);
+}
+END_TEST
+
+START_TEST(huge_spans_do_not_overflow)
+{
+    /* finite but as large as they come: nothing may wrap (UBSan watches) */
+    int64_t huge = TIDE_FOREVER - 1;
+    struct tide_evpool_options o = {.min = 1,
+                                    .make_timeout = huge,
+                                    .acquire_timeout = huge,
+                                    .health_interval = huge,
+                                    .evict_interval = huge,
+                                    .leak_after = huge,
+                                    .lag_interval = huge};
+    fx->plan[0] = MAKE_FAIL;
+    fx->n_plan = 1;
+    fixture_pool(&o);
+    run_ms(5);
+    ck_assert_int_eq(fx->makes, 1); /* the top-up waits its (long) round */
+    struct answer *a = acquire(huge, NULL);
+    ck_assert(run_until_answered(a, 1000));
+    ck_assert_int_eq(a->status, 0);
+    release(a);
 }
 END_TEST
 
@@ -201,6 +245,8 @@ static Suite *upkeep_suite(void)
     tcase_add_test(
         tc, prewarm_partial_failure_does_not_fail_the_pool_and_tops_up_later);
     tcase_add_test(tc, min_is_kept_after_a_discard);
+    tcase_add_test(tc, min_is_topped_up_with_eviction_off);
+    tcase_add_test(tc, huge_spans_do_not_overflow);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("timers");
