@@ -5,6 +5,8 @@
 
 #include "core_internal.h"
 
+static void quiet(struct tide_breaker *b);
+
 struct tide_breaker_options tide__breaker_resolve(struct tide_breaker_options o)
 {
     if (o.k == 0.0)
@@ -52,6 +54,7 @@ void tide__breaker_init(struct tide_breaker *b,
     b->strikes = o->strikes;
     b->cooldown = o->cooldown;
     b->probes = o->probes;
+    quiet(b);
 }
 
 int tide_breaker_new(const struct tide_breaker_options *o,
@@ -112,6 +115,22 @@ static void note_head(struct tide_breaker *b, int64_t now)
     int64_t left = b->width - 1 - into;
     b->head_from = now < INT64_MIN + into ? INT64_MIN : now - into;
     b->head_until = now > INT64_MAX - left ? INT64_MAX : now + left;
+}
+
+/* Sets the quiet range (see core_internal.h) from the state as it is now. */
+static void quiet(struct tide_breaker *b)
+{
+    bool open = !b->strategy && b->state == TIDE_BREAKER_ACTIVE;
+    if (open && b->policy != TIDE_BREAKER_ADAPTIVE) {
+        b->quiet_from = INT64_MIN;
+        b->quiet_until = INT64_MAX;
+    } else if (open && b->total_attempts <= b->total_accepts) {
+        b->quiet_from = b->head_from; /* empty until started */
+        b->quiet_until = b->head_until;
+    } else {
+        b->quiet_from = INT64_MAX;
+        b->quiet_until = INT64_MIN;
+    }
 }
 
 /* Moves the window to now: buckets older than the window fall out. A clock
@@ -197,6 +216,7 @@ void tide_breaker_activate(struct tide_breaker *b, int64_t now)
     b->failures = 0;
     b->probing = 0;
     clear_history(b);
+    quiet(b);
 }
 
 void tide_breaker_deactivate(struct tide_breaker *b, int64_t now)
@@ -204,6 +224,7 @@ void tide_breaker_deactivate(struct tide_breaker *b, int64_t now)
     b->state = TIDE_BREAKER_INACTIVE;
     b->opened = now;
     b->probing = 0;
+    quiet(b);
 }
 
 bool tide__breaker_blocks(struct tide_breaker *b, int64_t now)
@@ -212,10 +233,11 @@ bool tide__breaker_blocks(struct tide_breaker *b, int64_t now)
         b->state = TIDE_BREAKER_RECOVERING;
         b->probing = 0;
     }
+    quiet(b);
     return b->state == TIDE_BREAKER_INACTIVE;
 }
 
-bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll)
+static bool decide(struct tide_breaker *b, int64_t now, double *roll)
 {
     if (tide__breaker_blocks(b, now))
         return false;
@@ -235,6 +257,13 @@ bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll)
     }
     *roll = tide__roll((*roll - p) / (1.0 - p));
     return true;
+}
+
+bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll)
+{
+    bool admitted = decide(b, now, roll);
+    quiet(b);
+    return admitted;
 }
 
 bool tide_breaker_admit(struct tide_breaker *b, int64_t now, double roll)
@@ -258,6 +287,7 @@ void tide_breaker_success(struct tide_breaker *b, int64_t now)
         b->state = TIDE_BREAKER_ACTIVE;
         b->probing = 0;
     }
+    quiet(b);
 }
 
 void tide_breaker_failure(struct tide_breaker *b, int64_t now)
@@ -271,13 +301,16 @@ void tide_breaker_failure(struct tide_breaker *b, int64_t now)
     }
     if (b->state == TIDE_BREAKER_RECOVERING)
         tide_breaker_deactivate(b, now);
+    quiet(b);
 }
 
 double tide_breaker_refusal(struct tide_breaker *b, int64_t now)
 {
     if (b->state != TIDE_BREAKER_ACTIVE)
         return 1.0;
-    return active_refusal(b, now);
+    double p = active_refusal(b, now); /* may slide the window */
+    quiet(b);
+    return p;
 }
 
 int tide_breaker_set_strategy(struct tide_breaker *b,
@@ -288,5 +321,6 @@ int tide_breaker_set_strategy(struct tide_breaker *b,
     b->strategy = s;
     b->strategy_arg = s ? arg : NULL;
     b->failures = 0;
+    quiet(b);
     return 0;
 }

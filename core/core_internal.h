@@ -89,6 +89,14 @@ struct tide_breaker {
      * for them the window has not moved, and no division is needed. */
     int64_t head_from;
     int64_t head_until;
+    /* The clock values for which admit lets a make through with nothing to
+     * record or rescale, and a success only counts: ACTIVE, no strategy,
+     * and ADAPTIVE's head tick holding now with no refused or failed
+     * attempt in the window (then the refusal is 0, k being >= 1). Empty
+     * otherwise. Every function of breaker.c that changes the breaker sets
+     * it on the way out, so the pool's inline fast path reads one range. */
+    int64_t quiet_from;
+    int64_t quiet_until;
     uint32_t attempts[TIDE__RING];
     uint32_t accepts[TIDE__RING];
     uint64_t total_attempts;
@@ -105,26 +113,12 @@ bool tide__breaker_blocks(struct tide_breaker *b, int64_t now);
 bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll);
 
 /* The common cases of admit and success are inline, for a pool runs them on
- * every make: an ACTIVE breaker with a built-in policy whose adaptive
- * history is at now's tick already, so there is nothing to slide. */
-static inline bool tide__breaker_current(const struct tide_breaker *b,
-                                         int64_t now)
-{
-    return !b->strategy && b->state == TIDE_BREAKER_ACTIVE &&
-           (b->policy != TIDE_BREAKER_ADAPTIVE ||
-            (now >= b->head_from && now <= b->head_until));
-}
-
-/* Whether admit would let a make through at once, with the roll unchanged
- * and nothing to record: ACTIVE and current, and with no refused or failed
- * attempt in the window (attempts <= accepts; k is at least 1) the adaptive
- * refusal is 0. */
+ * every make. Whether admit would let a make through at once, with the roll
+ * unchanged and nothing to record: */
 static inline bool tide__breaker_admits(const struct tide_breaker *b,
                                         int64_t now)
 {
-    return tide__breaker_current(b, now) &&
-           (b->policy != TIDE_BREAKER_ADAPTIVE ||
-            b->total_attempts <= b->total_accepts);
+    return now >= b->quiet_from && now <= b->quiet_until;
 }
 
 /* tide_breaker_admit that also rescales *roll to a fresh uniform draw when
@@ -135,20 +129,23 @@ static inline bool tide__breaker_admit(struct tide_breaker *b, int64_t now,
     return tide__breaker_admits(b, now) || tide__breaker_decide(b, now, roll);
 }
 
-/* tide_breaker_success; the adaptive record of an ACTIVE breaker inline. */
+/* tide_breaker_success. Counting a success keeps attempts - accepts, so the
+ * quiet range stays right. */
 static inline void tide__breaker_success(struct tide_breaker *b, int64_t now)
 {
-    if (!tide__breaker_current(b, now) || b->policy != TIDE_BREAKER_ADAPTIVE) {
+    if (!tide__breaker_admits(b, now)) {
         tide_breaker_success(b, now);
-        return;
+    } else if (b->policy != TIDE_BREAKER_ADAPTIVE) {
+        b->failures = 0;
+    } else {
+        size_t at = (size_t)((uint64_t)b->head % TIDE__RING);
+        if (b->attempts[at] == UINT32_MAX)
+            return; /* saturated: the share is settled by then */
+        b->attempts[at]++;
+        b->total_attempts++;
+        b->accepts[at]++;
+        b->total_accepts++;
     }
-    size_t at = (size_t)((uint64_t)b->head % TIDE__RING);
-    if (b->attempts[at] == UINT32_MAX)
-        return; /* saturated: the share is settled by then */
-    b->attempts[at]++;
-    b->total_attempts++;
-    b->accepts[at]++;
-    b->total_accepts++;
 }
 
 struct tide_shedder {
