@@ -125,9 +125,9 @@ struct tide_net_detail {
 /* Bytes arrived on an idle connection; they are in the bufferevent's input
  * buffer. Return true to keep the connection (the bytes stay for the next
  * borrower, or drain what you have consumed: a protocol that pushes data),
- * false to have it dropped as lost. Runs from the loop, and also from the
- * alive check before lending; it must not free the bufferevent or call the
- * pool. */
+ * false to have it dropped as lost. Runs from the loop, and also inside the
+ * checks before lending and on release (bytes the borrower left unread);
+ * it must not free the bufferevent or call the pool. */
 typedef bool (*tide_idle_data_cb)(struct bufferevent *bev, void *arg);
 
 /* ---- TCP ---------------------------------------------------------------- */
@@ -302,8 +302,9 @@ struct tide_tls_factory;
 /* Creates a TLS factory on base (borrowed; must outlive the factory).
  * Returns 0 with *out; TIDE_EINVAL for a bad option (see the TCP ones, and:
  * a version other than TLS 1.2 or 1.3, min above max, context fields given
- * with ctx, an empty or over-long ALPN protocol, a verify_name given with
- * insecure_skip_verify); TIDE_ETLS_CONFIG when the context cannot be built
+ * with ctx, key_file without cert_file, an empty or over-long ALPN protocol,
+ * alpn_required without alpn, an IP address as sni, a verify_name given
+ * with insecure_skip_verify); TIDE_ETLS_CONFIG when the context cannot be built
  * (the OpenSSL error queue says why); TIDE_ENOMEM; TIDE_EDNS. */
 TIDE_API TIDE_MUST_USE int
 tide_tls_factory_new(struct event_base *base, const struct tide_tls_options *o,
