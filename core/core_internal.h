@@ -156,6 +156,8 @@ struct tide_shedder {
     double decrease;
     double max;     /* the pool's size */
     double ceiling; /* resources in flight allowed now */
+    int64_t room;   /* floor(ceiling): in_flight + 1 <= ceiling is exactly
+                       in_flight < room, an integer compare */
     int64_t in_flight;
     int64_t lag;
     int64_t lag_at;
@@ -171,7 +173,14 @@ void tide__shedder_init(struct tide_shedder *s,
  * take and give, and each is a handful of instructions. */
 static inline bool tide__shedder_admit(const struct tide_shedder *s)
 {
-    return (double)(s->in_flight + 1) <= s->ceiling;
+    return s->in_flight < s->room;
+}
+
+/* Sets the ceiling; it is at least the floor (>= 1) and at most the size. */
+static inline void tide__shedder_set(struct tide_shedder *s, double ceiling)
+{
+    s->ceiling = ceiling;
+    s->room = (int64_t)ceiling;
 }
 
 static inline void tide__shedder_issue(struct tide_shedder *s)
@@ -183,7 +192,7 @@ static inline void tide__shedder_issue(struct tide_shedder *s)
 static inline void tide__shedder_cut(struct tide_shedder *s, double from)
 {
     double c = from * s->decrease;
-    s->ceiling = c > s->floor ? c : s->floor;
+    tide__shedder_set(s, c > s->floor ? c : s->floor);
 }
 
 /* A ticket issued at `since` settles at now. */
@@ -198,8 +207,9 @@ static inline void tide__shedder_settle(struct tide_shedder *s, int64_t since,
                    tide__elapsed(since, now) > s->loan_target;
     if (lagging || overran)
         tide__shedder_cut(s, s->ceiling);
-    else
-        s->ceiling = s->ceiling + 1.0 < s->max ? s->ceiling + 1.0 : s->max;
+    else if (s->ceiling < s->max) /* at the size it stays there */
+        tide__shedder_set(s, s->ceiling + 1.0 < s->max ? s->ceiling + 1.0
+                                                       : s->max);
 }
 
 void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag);

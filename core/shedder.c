@@ -38,7 +38,7 @@ void tide__shedder_init(struct tide_shedder *s,
     s->decrease = o->decrease;
     s->max = size == TIDE_UNLIMITED ? NO_CEILING : (double)size;
     s->floor = (double)o->floor < s->max ? (double)o->floor : s->max;
-    s->ceiling = s->max;
+    tide__shedder_set(s, s->max);
     s->in_flight = 0;
     s->lag = 0;
     s->lag_at = 0;
