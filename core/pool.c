@@ -288,13 +288,14 @@ static struct tide_taken answer(enum tide_answer a, void *item, int64_t span,
 }
 
 /* The life of a resource made with this roll: life shortened by a share
- * of up to `spread`. */
+ * of up to `spread`. The roll is held to [0, 1) here, where it is used. */
 static int64_t spread_life(const struct tide_pool *p, double roll)
 {
     int64_t life = p->limits.life;
     if (life == TIDE_FOREVER || p->limits.spread == 0.0)
         return life;
-    return life - (int64_t)((double)life * p->limits.spread * roll);
+    double share = p->limits.spread * tide__roll(roll);
+    return life - (int64_t)((double)life * share);
 }
 
 /* Lends the head of the idle list, known fresh. */
@@ -348,6 +349,7 @@ static struct tide_taken reserve_slot(struct tide_pool *p, int64_t now,
 TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
                                                 int64_t now, double roll)
 {
+    roll = tide__roll(roll); /* the breaker may rescale it */
     if (p->has_backoff && now < p->backoff_until)
         return answer(TIDE_LATER, NULL, tide__elapsed(now, p->backoff_until),
                       TIDE_GUARD_BACKOFF);
@@ -390,8 +392,8 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
     if (p->has_shedder && !tide__shedder_admit(&p->shedder))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
     if (!guards_open(p, now))
-        return reserve(p, now, tide__roll(roll));
-    return reserve_slot(p, now, tide__roll(roll));
+        return reserve(p, now, roll);
+    return reserve_slot(p, now, roll);
 }
 
 /* Everything take decides, in order, for the cases tide_pool_take leaves:
@@ -441,7 +443,7 @@ struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
     if (live(p) >= p->limits.size)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
-    return reserve(p, now, tide__roll(roll));
+    return reserve(p, now, roll);
 }
 
 int tide_pool_hold(struct tide_pool *p, void *item)
