@@ -4,6 +4,7 @@
  *   tcp.c       the TCP factory: options, the make/cancel/destroy hooks,
  *               stats; the engine every make runs on
  *   resolve.c   A and AAAA queries through evdns, the address queues
+ *   hosts.c     the hosts file, for a factory with its own resolver
  *   dial.c      Happy Eyeballs: attempts raced over the addresses, timers
  *   sock.c      one non-blocking socket: options, connect, errno classes
  *   conns.c     the live connections, found by bufferevent
@@ -61,6 +62,11 @@ struct tide__net_addr {
 
 /* "[::1]:443" or "127.0.0.1:443", for messages. */
 void tide__net_addr_text(const struct tide__net_addr *a, char *buf, size_t len);
+
+/* hosts.c: the addresses a hosts file lists for host (of family, or any
+ * for AF_UNSPEC), in file order, at most max; 0 when none or no file. */
+int tide__net_hosts_lookup(const char *path, const char *host, uint16_t port,
+                           int family, struct tide__net_addr *out, int max);
 
 /* ---- sockets (sock.c) ---- */
 
@@ -177,9 +183,13 @@ struct tide_tcp_factory {
     bool own_dns;
     char *host;
     uint16_t port;
-    bool literal;  /* host is an address: no DNS */
-    bool loopback; /* host is "localhost": ::1 and 127.0.0.1 */
-    struct tide__net_addr literal_addr;
+    bool literal;  /* host is an address */
+    bool loopback; /* host is "localhost" */
+    /* addresses known without DNS: the literal, localhost's ::1 and
+     * 127.0.0.1, or the hosts file's (own resolver only); DNS is asked
+     * only when there are none */
+    struct tide__net_addr fixed[DIAL_ADDRS];
+    int n_fixed;
     int family;
     int64_t connect_timeout;
     int64_t attempt_delay;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <arpa/inet.h>
 #include <event2/dns.h>
 
 #include "net_internal.h"
@@ -93,27 +92,19 @@ static void ask(struct tide__net_dial *d, struct tide__net_family *fam, bool v6)
 void tide__net_resolve_start(struct tide__net_dial *d)
 {
     struct tide_tcp_factory *f = d->f;
+    if (f->n_fixed > 0) {
+        /* a literal, localhost or a hosts file entry: no DNS question */
+        for (int i = 0; i < f->n_fixed; i++) {
+            struct tide__net_family *fam =
+                f->fixed[i].u.sa.sa_family == AF_INET6 ? &d->v6 : &d->v4;
+            if (fam->n < DIAL_ADDRS)
+                fam->addrs[fam->n++] = f->fixed[i];
+        }
+        d->v6.done = d->v4.done = true;
+        return;
+    }
     bool want6 = f->family != AF_INET;
     bool want4 = f->family != AF_INET6;
-    if (f->literal) {
-        struct tide__net_family *fam =
-            f->literal_addr.u.sa.sa_family == AF_INET6 ? &d->v6 : &d->v4;
-        fam->addrs[0] = f->literal_addr;
-        fam->n = 1;
-        d->v6.done = d->v4.done = true;
-        return;
-    }
-    if (f->loopback) {
-        /* RFC 6761: localhost is the loopback, never a DNS question */
-        static const unsigned char any6[16] = {[15] = 1};
-        struct in_addr lo4 = {.s_addr = htonl(INADDR_LOOPBACK)};
-        if (want6)
-            add_addr(&d->v6, AF_INET6, any6, f->port);
-        if (want4)
-            add_addr(&d->v4, AF_INET, &lo4, f->port);
-        d->v6.done = d->v4.done = true;
-        return;
-    }
     d->v6.done = !want6;
     d->v4.done = !want4;
     if (want6)

@@ -18,7 +18,8 @@
 #define KEEPALIVE_MAX                                                          \
     TIDE_SEC(32767) /* Linux's bound on TCP_KEEPIDLE/INTVL                     \
                      */
-#define HOST_MAX 253
+#define HOST_MAX   253
+#define HOSTS_FILE "/etc/hosts"
 
 /* ---- options ---- */
 
@@ -43,7 +44,7 @@ static uint16_t service_port(const char *service)
     return ntohs((uint16_t)res->s_port);
 }
 
-/* An IP literal (brackets allowed for IPv6) into f->literal_addr. */
+/* An IP literal (brackets allowed for IPv6) into f->fixed. */
 static bool parse_literal(struct tide_tcp_factory *f, const char *host)
 {
     char buf[HOST_MAX + 1];
@@ -53,8 +54,9 @@ static bool parse_literal(struct tide_tcp_factory *f, const char *host)
         buf[n - 2] = '\0';
         host = buf;
     }
-    struct tide__net_addr *a = &f->literal_addr;
+    struct tide__net_addr *a = &f->fixed[0];
     memset(a, 0, sizeof *a);
+    f->n_fixed = 1;
     if (inet_pton(AF_INET6, host, &a->u.in6.sin6_addr) == 1) {
         a->u.in6.sin6_family = AF_INET6;
         a->u.in6.sin6_port = htons(f->port);
@@ -67,7 +69,29 @@ static bool parse_literal(struct tide_tcp_factory *f, const char *host)
         a->len = sizeof a->u.in;
         return true;
     }
+    f->n_fixed = 0;
     return false;
+}
+
+/* RFC 6761: localhost is the loopback, never a DNS question. */
+static void add_loopback(struct tide_tcp_factory *f)
+{
+    if (f->family != AF_INET) {
+        struct tide__net_addr *a = &f->fixed[f->n_fixed++];
+        memset(a, 0, sizeof *a);
+        a->u.in6.sin6_family = AF_INET6;
+        a->u.in6.sin6_addr = in6addr_loopback;
+        a->u.in6.sin6_port = htons(f->port);
+        a->len = sizeof a->u.in6;
+    }
+    if (f->family != AF_INET6) {
+        struct tide__net_addr *a = &f->fixed[f->n_fixed++];
+        memset(a, 0, sizeof *a);
+        a->u.in.sin_family = AF_INET;
+        a->u.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a->u.in.sin_port = htons(f->port);
+        a->len = sizeof a->u.in;
+    }
 }
 
 static bool is_localhost(const char *host)
@@ -112,14 +136,19 @@ int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
 
     f->literal = parse_literal(f, o->host);
     if (f->literal && f->family != AF_UNSPEC &&
-        f->literal_addr.u.sa.sa_family != f->family)
+        f->fixed[0].u.sa.sa_family != f->family)
         return TIDE_EINVAL;
     f->loopback = !f->literal && is_localhost(o->host);
+    if (f->loopback)
+        add_loopback(f);
+    if (f->n_fixed == 0 && !o->dns)
+        f->n_fixed = tide__net_hosts_lookup(HOSTS_FILE, o->host, f->port,
+                                            f->family, f->fixed, DIAL_ADDRS);
     f->host = strdup(o->host);
     if (!f->host)
         return TIDE_ENOMEM;
 
-    if (!f->literal && !f->loopback) {
+    if (f->n_fixed == 0) {
         if (o->dns) {
             f->dns = o->dns;
         } else {

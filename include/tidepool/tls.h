@@ -146,10 +146,13 @@ struct tide_tcp_options {
                                    looked up once at creation */
     struct evdns_base *dns;     /* borrowed resolver; NULL: the factory builds
                                    its own from the system configuration
-                                   (resolv.conf) when the host is a name. The
-                                   hosts file is not consulted: libevent 2.1
-                                   reads it only in evdns_getaddrinfo, which
-                                   cannot tell a DNS timeout from a failure. */
+                                   (resolv.conf), and a name the hosts file
+                                   lists is connected to without DNS (the file
+                                   is read once, at creation). A resolver of
+                                   yours is asked for every name: libevent 2.1
+                                   reads the hosts file only in
+                                   evdns_getaddrinfo, which cannot tell a DNS
+                                   timeout from a failure. */
     int family;                 /* AF_UNSPEC (preset): both; AF_INET or
                                    AF_INET6: that family only */
     int64_t connect_timeout;    /* from the start of a make until a socket is
