@@ -126,7 +126,7 @@ int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
 
     f->base = base;
     f->family = o->family;
-    f->connect_timeout = o->connect_timeout ? o->connect_timeout : TIDE_SEC(10);
+    f->connect_timeout = o->connect_timeout ? o->connect_timeout : TIDE_SEC(5);
     f->attempt_delay = o->attempt_delay ? o->attempt_delay : TIDE_MS(250);
     f->keepalive_idle = o->keepalive_idle;
     f->keepalive_interval = o->keepalive_interval;

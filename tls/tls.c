@@ -411,7 +411,7 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
         return rc;
     }
     tls->handshake_timeout =
-        o->handshake_timeout ? o->handshake_timeout : TIDE_SEC(10);
+        o->handshake_timeout ? o->handshake_timeout : TIDE_SEC(4);
     tls->alpn_required = o->alpn_required;
     if ((rc = build_alpn(tls, o->alpn)) != 0)
         return rc;

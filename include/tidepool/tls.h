@@ -45,6 +45,11 @@
  * Threads: a factory belongs to one event_base, like the pools it serves.
  * The application must ignore SIGPIPE (see <tidepool/evloop.h>).
  *
+ * Timeouts: the presets (connect 5 s, handshake 4 s) end inside the pool's
+ * preset make_timeout (10 s), so a waiter learns the precise failure (DNS,
+ * refused, handshake...) rather than TIDE_EMAKETIMEDOUT. Raising them, raise
+ * the pool's make_timeout above their sum.
+ *
  * Order of teardown: free (or close and wait for) every pool that uses a
  * factory before freeing the factory; then free the evdns_base you lent it;
  * then run the loop once (libevent finishes closing sockets and delivers
@@ -156,7 +161,7 @@ struct tide_tcp_options {
     int family;                 /* AF_UNSPEC (preset): both; AF_INET or
                                    AF_INET6: that family only */
     int64_t connect_timeout;    /* from the start of a make until a socket is
-                                   connected, DNS included. Preset 10 s;
+                                   connected, DNS included. Preset 5 s;
                                    TIDE_FOREVER for none. */
     int64_t attempt_delay;      /* how long an attempt may run before the next
                                    address is tried beside it. Preset 250 ms
@@ -289,7 +294,7 @@ struct tide_tls_options {
     bool alpn_required;        /* fail with TIDE_EALPN when the server picks
                                   none of them */
     int64_t handshake_timeout; /* from TCP connected to handshake done;
-                                  preset 10 s; TIDE_FOREVER for none */
+                                  preset 4 s; TIDE_FOREVER for none */
     bool no_resumption;        /* do not cache or offer sessions */
     struct tide_tls_sessions *sessions; /* borrowed shared cache; NULL: the
                                            factory's own */
