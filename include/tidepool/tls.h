@@ -236,8 +236,12 @@ TIDE_API void tide_tcp_factory_stats(const struct tide_tcp_factory *f,
 /* ---- TLS ---------------------------------------------------------------- */
 
 /* A cache of TLS sessions, keyed by upstream: host, port, SNI, ALPN list,
- * verification and SSL_CTX. Each factory has its own unless you give several
- * factories on one loop the same one. TLS 1.2 sessions may be offered again
+ * verification and SSL_CTX (a resumed handshake does not check the
+ * certificate again, so a session never crosses to another name or trust
+ * store). The context counts by its address: free a shared cache with the
+ * contexts it served, not after a new context could take their place. Each
+ * factory has its own cache unless you give several factories on one loop
+ * the same one. TLS 1.2 sessions may be offered again
  * and again; TLS 1.3 tickets are taken out when offered (single use, RFC
  * 8446 C.4), newest first. Not thread-safe: one loop's thread only. */
 struct tide_tls_sessions;
