@@ -280,6 +280,35 @@ START_TEST(silent_server_is_a_handshake_timeout)
 }
 END_TEST
 
+START_TEST(make_cancelled_in_the_handshake_leaves_nothing)
+{
+    /* the pool's make timeout ends a make mid-handshake: the bufferevent
+     * and its SSL go, and the teardown finds nothing left */
+    struct tls t;
+    ck_assert(server_start(&t.s, fx->base, AF_INET, 0, NULL));
+    t.s.raw = true;
+    struct tide_tls_options o = tls_options("localhost", &t.s);
+    o.handshake_timeout = TIDE_SEC(10);
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &t.f), 0);
+    struct tide_factory table;
+    tide_tls_factory_bind(t.f, &table);
+    struct tide_evpool_options po = {.make_timeout = TIDE_MS(150)};
+    ck_assert_int_eq(tide_evpool_new(fx->base, &table, &po, &t.tp.pool), 0);
+    acquire_wait(&t.tp, &t.g, 3000);
+    ck_assert_int_eq(t.g.status, TIDE_EMAKETIMEDOUT);
+    ck_assert_int_eq(t.s.accepted, 1);
+    ck_assert_int_eq(stats(&t).cancelled, 1);
+    /* and a pool freed mid-handshake */
+    struct got g = {0};
+    ck_assert_int_eq(tide_evpool_acquire(t.tp.pool, 0, pool_record, &g, NULL),
+                     0);
+    run_ms(50);
+    ck_assert_int_eq(t.s.accepted, 2);
+    finish(&t);
+    ck_assert_int_eq(g.calls, 0);
+}
+END_TEST
+
 START_TEST(plain_server_is_a_handshake_failure)
 {
     /* a server that speaks something else: it echoes the ClientHello, which
@@ -673,6 +702,7 @@ static Suite *suite(void)
     tcase_add_test(tc, alpn_nothing_chosen_reads_empty);
     tcase_add_test(tc, alpn_required_fails_when_nothing_is_chosen);
     tcase_add_test(tc, silent_server_is_a_handshake_timeout);
+    tcase_add_test(tc, make_cancelled_in_the_handshake_leaves_nothing);
     tcase_add_test(tc, plain_server_is_a_handshake_failure);
     tcase_add_test(tc, server_closing_in_the_handshake_is_a_handshake_failure);
     tcase_add_test(tc, tls12_server_is_reached);
