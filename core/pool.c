@@ -4,8 +4,9 @@
  *   idle      item set, on the idle list (LIFO: head is the last returned)
  *   lent      item set, prev == LENT, next == NIL
  *   held      item set, prev == LENT, next == HELD (aside for a check)
- *   reserved  item NULL, on the reservation list (FIFO), dies holds its
- *             spread life until made() turns it into a deadline
+ *   reserved  item NULL, on the reservation queue (FIFO, linked through
+ *             next), dies holds its spread life until made() turns it
+ *             into a deadline
  *   free      item NULL, prev == FREE, on the free list through next
  * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
  * with the map, 40 to 48 bytes a slot. */
@@ -48,8 +49,7 @@ struct tide_pool {
     struct list idle;     /* head: most recently returned */
     struct list reserved; /* head: oldest reservation */
     int64_t idle_count;
-    int64_t lent_count;
-    int64_t reserved_count;
+    int64_t busy_count; /* lent, held and reserved */
     struct tide__itemmap map;
     bool closed;
 
@@ -116,6 +116,27 @@ static void list_unlink(struct tide_pool *p, struct list *l, uint32_t i)
         p->slots[s->next].prev = s->prev;
     else
         l->tail = s->prev;
+}
+
+/* The reservations queue through `next` alone: they join at the tail and
+ * leave from the head, never from the middle. */
+static void queue_push(struct tide_pool *p, struct list *q, uint32_t i)
+{
+    p->slots[i].next = NIL;
+    if (q->head == NIL)
+        q->head = i;
+    else
+        p->slots[q->tail].next = i;
+    q->tail = i;
+}
+
+/* Takes the head of a queue that is not empty; the tail is stale once the
+ * head is NIL, and queue_push looks at the head. */
+static uint32_t queue_pop(struct tide_pool *p, struct list *q)
+{
+    uint32_t i = q->head;
+    q->head = p->slots[i].next;
+    return i;
 }
 
 /* ---- slots ---- */
@@ -268,7 +289,7 @@ void tide_pool_free(struct tide_pool *p)
 /* Idle, lent and being made. */
 static int64_t live(const struct tide_pool *p)
 {
-    return p->idle_count + p->lent_count + p->reserved_count;
+    return p->idle_count + p->busy_count;
 }
 
 static bool expired(const struct tide_pool *p, const struct slot *s,
@@ -306,7 +327,7 @@ static struct tide_taken lend(struct tide_pool *p, int64_t now)
     s->prev = LENT;
     s->next = NIL;
     s->since = now;
-    p->lent_count++;
+    p->busy_count++;
     if (p->has_shedder)
         tide__shedder_issue(&p->shedder);
     return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
@@ -338,8 +359,8 @@ static struct tide_taken reserve_slot(struct tide_pool *p, int64_t now,
     s->item = NULL;
     s->dies = spread_life(p, roll);
     s->since = now;
-    list_push_tail(p, &p->reserved, i);
-    p->reserved_count++;
+    queue_push(p, &p->reserved, i);
+    p->busy_count++;
     if (p->has_shedder)
         tide__shedder_issue(&p->shedder);
     return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
@@ -460,7 +481,7 @@ int tide_pool_hold(struct tide_pool *p, void *item)
     p->idle_count--;
     s->prev = LENT;
     s->next = HELD;
-    p->lent_count++;
+    p->busy_count++;
     return 0;
 }
 
@@ -492,16 +513,14 @@ TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
 static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
                                  uint32_t at)
 {
-    uint32_t i = list_pop_head(p, &p->reserved);
+    uint32_t i = queue_pop(p, &p->reserved);
     struct slot *s = &p->slots[i];
-    p->reserved_count--;
     s->item = item;
     s->dies = tide__later(now, s->dies);
     s->prev = LENT;
     s->next = NIL;
     s->since = now;
     tide__itemmap_put(&p->map, at, i);
-    p->lent_count++;
     if (p->has_breaker)
         tide__breaker_success(&p->breaker, now);
     if (p->has_backoff) {
@@ -516,7 +535,7 @@ int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
 {
     if (!item)
         return TIDE_EINVAL;
-    if (p->reserved_count == 0)
+    if (p->reserved.head == NIL)
         return TIDE_ENORESERVE;
     /* A reservation means the map has cells: the slot came from a grow. */
     uint32_t at = tide__itemmap_seek(&p->map, item);
@@ -528,12 +547,11 @@ int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
 
 int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
 {
-    if (p->reserved_count == 0)
+    if (p->reserved.head == NIL)
         return TIDE_ENORESERVE;
-    uint32_t i = p->reserved.head;
+    uint32_t i = queue_pop(p, &p->reserved);
     int64_t since = p->slots[i].since;
-    list_unlink(p, &p->reserved, i);
-    p->reserved_count--;
+    p->busy_count--;
     slot_release(p, i);
     if (p->has_shedder)
         tide__shedder_settle(&p->shedder, since, now);
@@ -555,7 +573,7 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
 TIDE__NOINLINE static uint32_t adopt(struct tide_pool *p, void *item,
                                      int64_t now, uint32_t at)
 {
-    if (p->reserved_count == 0)
+    if (p->reserved.head == NIL)
         return NIL;
     return fill_reservation(p, item, now, at);
 }
@@ -576,7 +594,7 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 /* Settles the loan of a lent slot; a held one had no ticket. */
 static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
 {
-    p->lent_count--;
+    p->busy_count--;
     if (p->has_shedder && s->next != HELD)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
@@ -693,7 +711,7 @@ int64_t tide_pool_idle(const struct tide_pool *p)
 
 int64_t tide_pool_busy(const struct tide_pool *p)
 {
-    return p->lent_count + p->reserved_count;
+    return p->busy_count;
 }
 
 double tide_pool_refusal(struct tide_pool *p, int64_t now)
