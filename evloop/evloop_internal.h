@@ -218,7 +218,10 @@ static inline int64_t tide__after(int64_t t, int64_t span)
 }
 
 /* evpool.c */
+/* Reads the monotonic clock into p->now. */
 int64_t tide__evpool_clock(struct tide_evpool *p);
+/* p->now inside a pool callback, else a fresh reading. */
+int64_t tide__evpool_now(struct tide_evpool *p);
 double tide__evpool_roll(struct tide_evpool *p);
 void tide__evpool_enter(struct tide_evpool *p);
 /* Returns false when the pool was freed on the way out. */

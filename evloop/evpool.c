@@ -50,6 +50,14 @@ int64_t tide__evpool_clock(struct tide_evpool *p)
     return p->now;
 }
 
+/* Inside one of the pool's own callbacks the clock was read on entry; the
+ * calls a callback makes (acquire, release, ...) reuse that reading, as
+ * libevent's cached time does, instead of paying a clock read each. */
+int64_t tide__evpool_now(struct tide_evpool *p)
+{
+    return p->depth > 0 ? p->now : tide__evpool_clock(p);
+}
+
 /* splitmix64: small, fast and seedable, so a test can replay a run. */
 double tide__evpool_roll(struct tide_evpool *p)
 {

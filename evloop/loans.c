@@ -106,7 +106,7 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         return TIDE_ECLOSED;
     if (p->queued.count > 0) /* never a barge past queued callers */
         return TIDE_EWOULDBLOCK;
-    int64_t now = tide__evpool_clock(p);
+    int64_t now = tide__evpool_now(p);
     int rc = TIDE_EWOULDBLOCK;
     while (rc == TIDE_EWOULDBLOCK && tide_pool_idle(p->core) > 0) {
         struct tide_taken t =
@@ -151,7 +151,7 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
     int rc = find_lent(p, resource, &i);
     if (rc)
         return rc;
-    tide__evpool_clock(p);
+    tide__evpool_now(p);
     struct conn *c = &p->conns[i];
     bool retire = p->retire_after != TIDE_UNLIMITED &&
                   (int64_t)c->loans >= p->retire_after;
@@ -176,7 +176,7 @@ int tide_evpool_discard(struct tide_evpool *p, void *resource)
     int rc = find_lent(p, resource, &i);
     if (rc)
         return rc;
-    tide__evpool_clock(p);
+    tide__evpool_now(p);
     tide__report_failure(p);
     tide__conn_destroy(p, i);
     return 0;
@@ -189,7 +189,7 @@ int tide_evpool_lost(struct tide_evpool *p, void *resource)
         return resource ? TIDE_EUNKNOWN : TIDE_EINVAL;
     if (p->conns[i].state != CONN_IDLE)
         return TIDE_ENOTIDLE;
-    tide__evpool_clock(p);
+    tide__evpool_now(p);
     p->counters.lost++;
     tide__conn_destroy(p, i);
     return 0;

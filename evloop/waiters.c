@@ -145,7 +145,7 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
     w->pool = p;
     w->cb = cb;
     w->arg = arg;
-    w->start = tide__evpool_clock(p);
+    w->start = tide__evpool_now(p);
     int64_t span = timeout ? timeout : p->acquire_timeout;
     if (span != TIDE_FOREVER) {
         struct timeval plain;
