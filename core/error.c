@@ -34,6 +34,24 @@ static const struct error_entry errors[] = {
     {-25, "TIDE_EMAKETIMEDOUT", "the factory did not make a resource within the make timeout"},
     {-26, "TIDE_EWOULDBLOCK", "nothing idle to hand out now (or callers are queued): acquire instead"},
     {-27, "TIDE_EBUSY", "the resource is not lent out by this pool"},
+    /* tls */
+    {-40, "TIDE_EDNS", "the host name did not resolve: no such name, no address, or the DNS server failed or refused"},
+    {-41, "TIDE_EDNS_TIMEOUT", "no DNS answer in time"},
+    {-42, "TIDE_EREFUSED", "the connection was refused"},
+    {-43, "TIDE_EUNREACHABLE", "no route to the host: the network or host is unreachable"},
+    {-44, "TIDE_ECONNECT_TIMEOUT", "no address connected within the connect timeout"},
+    {-45, "TIDE_ECONNECT", "the connection could not be made"},
+    {-46, "TIDE_EHANDSHAKE", "the TLS handshake failed"},
+    {-47, "TIDE_EHANDSHAKE_TIMEOUT", "the TLS handshake did not finish within the handshake timeout"},
+    {-48, "TIDE_EUNTRUSTED", "the server's certificate is not trusted: it does not lead to a trusted CA"},
+    {-49, "TIDE_ENAME_MISMATCH", "the server's certificate is not for this host name or IP address"},
+    {-50, "TIDE_EEXPIRED", "the server's certificate has expired or is not valid yet"},
+    {-51, "TIDE_EALPN", "the server chose none of the offered ALPN protocols"},
+    {-52, "TIDE_ETLS_CONFIG", "the TLS context could not be built: a CA, certificate or key would not load"},
+    {-53, "TIDE_EPEER_CLOSED", "the peer closed the connection"},
+    {-54, "TIDE_ECONN_BROKEN", "the connection broke: reset or I/O error"},
+    {-55, "TIDE_ETLS", "a TLS error on an established connection"},
+    {-56, "TIDE_EIO_TIMEOUT", "a read or write on the connection timed out"},
 };
 
 static const struct error_entry *find(int code)

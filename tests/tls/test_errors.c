@@ -29,6 +29,25 @@ START_TEST(codes_are_distinct_and_in_this_layers_range)
 }
 END_TEST
 
+/* The one error table knows every code of this layer by its own name. */
+START_TEST(error_table_names_every_code)
+{
+    static const char *const names[] = {
+        "TIDE_EDNS",           "TIDE_EDNS_TIMEOUT",       "TIDE_EREFUSED",
+        "TIDE_EUNREACHABLE",   "TIDE_ECONNECT_TIMEOUT",   "TIDE_ECONNECT",
+        "TIDE_EHANDSHAKE",     "TIDE_EHANDSHAKE_TIMEOUT", "TIDE_EUNTRUSTED",
+        "TIDE_ENAME_MISMATCH", "TIDE_EEXPIRED",           "TIDE_EALPN",
+        "TIDE_ETLS_CONFIG",    "TIDE_EPEER_CLOSED",       "TIDE_ECONN_BROKEN",
+        "TIDE_ETLS",           "TIDE_EIO_TIMEOUT",
+    };
+    ck_assert_uint_eq(sizeof names / sizeof names[0], NCODES);
+    for (size_t i = 0; i < NCODES; i++) {
+        ck_assert_str_eq(tide_err_name(codes[i]), names[i]);
+        ck_assert_str_ne(tide_strerror(codes[i]), "unknown tidepool error code");
+    }
+}
+END_TEST
+
 START_TEST(connect_errnos_map_to_codes_by_how_telling)
 {
     int refused, unreachable, timedout, other, r;
@@ -151,6 +170,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("errors");
     fixture_add(tc);
     tcase_add_test(tc, codes_are_distinct_and_in_this_layers_range);
+    tcase_add_test(tc, error_table_names_every_code);
     tcase_add_test(tc, connect_errnos_map_to_codes_by_how_telling);
     tcase_add_test(tc, events_read_into_codes);
     tcase_add_test(tc, buffers_are_cut_to_fit_and_terminated);
