@@ -1,6 +1,6 @@
 /* The README's TLS example, compiled and run: acquire a TLS connection,
  * write a request, read the reply, release it. The code between the
- * markers is the example as printed in tls/README-example.md; the test
+ * markers is the example as printed in README.md ("TLS connections"); the test
  * around it gives it a server (the in-process TLS echo server, so the
  * "reply" is the request echoed) and a CA. Its main() is compiled here as
  * readme_main and never run: it would go to example.com. */
