@@ -238,6 +238,11 @@ uint32_t tide__conn_add(struct tide_evpool *p, void *resource);
 void tide__conn_remove(struct tide_evpool *p, uint32_t i);
 
 /* loans.c */
+/* An idle resource the core handed out (READY or STALE) leaves idle: a
+ * stale one is destroyed, a dead one (the factory's alive says so) is
+ * destroyed and reported to the breaker. Returns the record of a live one,
+ * lent in the core and ready for tide__loan_start, or CONN_NONE. */
+uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t);
 /* Hands conn i (lent in the core) to a caller: counts the loan. */
 void tide__loan_start(struct tide_evpool *p, uint32_t i);
 /* Takes back a loan the caller never saw (set aside for a waiter that was

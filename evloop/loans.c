@@ -97,6 +97,31 @@ static int find_lent(struct tide_evpool *p, void *resource, uint32_t *at)
     return 0;
 }
 
+uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
+{
+    uint32_t i = tide__conn_find(p, t.item);
+    if (t.answer == TIDE_STALE) {
+        tide__conn_leave_idle(p, i, CONN_LEAVING);
+        p->counters.stale++;
+        tide__conn_remove(p, i);
+        tide__resource_destroy(p, t.item);
+        return CONN_NONE;
+    }
+    /* counted as lent before any hook runs: the core has lent it already,
+     * and stats read from inside a hook must add up (a destroy below keeps
+     * the counts too) */
+    p->lent++;
+    tide__conn_leave_idle(p, i, CONN_LENT);
+    if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
+        p->counters.health_failures++;
+        tide__report_failure(p);
+        tide__conn_destroy(p, i);
+        return CONN_NONE;
+    }
+    p->lent--;
+    return i;
+}
+
 int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
 {
     if (!resource)
@@ -116,25 +141,9 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
             rc = TIDE_EUNAVAILABLE;
             break;
         }
-        uint32_t i = tide__conn_find(p, t.item);
-        if (t.answer == TIDE_STALE) {
-            tide__conn_leave_idle(p, i, CONN_LEAVING);
-            p->counters.stale++;
-            tide__conn_remove(p, i);
-            tide__resource_destroy(p, t.item);
+        uint32_t i = tide__conn_take_idle(p, t);
+        if (i == CONN_NONE)
             continue;
-        }
-        /* counted as lent before the hooks run (stats from inside them add
-         * up) and so that a destroy below keeps the counts */
-        p->lent++;
-        tide__conn_leave_idle(p, i, CONN_LENT);
-        if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
-            p->counters.health_failures++;
-            tide__report_failure(p);
-            tide__conn_destroy(p, i);
-            continue;
-        }
-        p->lent--;
         tide__loan_start(p, i);
         *resource = t.item;
         rc = 0;

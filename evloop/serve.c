@@ -52,29 +52,12 @@ void tide__serve_made(struct tide_evpool *p, uint32_t i)
 }
 
 /* Lends an idle resource taken from the core to the oldest waiter, unless
- * the validator says it is dead. */
+ * it is stale or the validator says it is dead. */
 static void lend_idle(struct tide_evpool *p, struct tide_taken t)
 {
-    uint32_t i = tide__conn_find(p, t.item);
-    if (t.answer == TIDE_STALE) {
-        tide__conn_leave_idle(p, i, CONN_LEAVING);
-        p->counters.stale++;
-        tide__conn_remove(p, i);
-        tide__resource_destroy(p, t.item);
-        return;
-    }
-    /* counted as lent before any hook runs: the core has lent it already,
-     * and stats read from inside a hook must add up */
-    p->lent++;
-    tide__conn_leave_idle(p, i, CONN_LENT);
-    if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
-        p->counters.health_failures++;
-        tide__report_failure(p);
-        tide__conn_destroy(p, i);
-        return;
-    }
-    p->lent--;
-    hand_over(p, i);
+    uint32_t i = tide__conn_take_idle(p, t);
+    if (i != CONN_NONE)
+        hand_over(p, i);
 }
 
 /* The oldest waiter that no make in flight is coming for, or NULL. Makes
