@@ -196,17 +196,23 @@ static void unlink_make(struct tide__net_make *m)
     f->stats.pending--;
 }
 
+/* Connected, but the connection's own records could not be allocated. */
+static void fail_out_of_memory(struct tide__net_make *m)
+{
+    struct tide__net_fail fail;
+    memset(&fail, 0, sizeof fail);
+    tide__net_fail_set(&fail, TIDE_ENOMEM, "connected to %s, but out of memory",
+                       m->f->host);
+    tide__net_make_failed(m, &fail);
+}
+
 void tide__net_make_done(struct tide__net_make *m, struct bufferevent *bev)
 {
     struct tide_tcp_factory *f = m->f;
     struct tide__net_conn *c = tide__net_conn_add(f, bev, f->tls != NULL);
     if (!c) {
         bufferevent_free(bev);
-        struct tide__net_fail fail;
-        memset(&fail, 0, sizeof fail);
-        tide__net_fail_set(&fail, TIDE_ENOMEM,
-                           "connected to %s, but out of memory", f->host);
-        tide__net_make_failed(m, &fail);
+        fail_out_of_memory(m);
         return;
     }
     unlink_make(m);
@@ -245,11 +251,7 @@ static void on_dialed(struct tide__net_dial *d, evutil_socket_t fd)
         f->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     if (!bev) {
         close(fd);
-        struct tide__net_fail fail;
-        memset(&fail, 0, sizeof fail);
-        tide__net_fail_set(&fail, TIDE_ENOMEM,
-                           "connected to %s, but out of memory", f->host);
-        tide__net_make_failed(m, &fail);
+        fail_out_of_memory(m);
         return;
     }
     tide__net_hand_over(bev);
