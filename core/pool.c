@@ -521,13 +521,15 @@ static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
     s->next = NIL;
     s->since = now;
     tide__itemmap_put(&p->map, at, i);
-    if (p->has_breaker)
-        tide__breaker_success(&p->breaker, now);
     if (p->has_backoff) {
         p->backoff_failures = 0;
         p->backoff_previous = 0;
         p->backoff_until = now;
     }
+    /* Last: a made() then has nothing to keep across the breaker's slow
+     * path, a call, and needs no stack frame on its fast one. */
+    if (p->has_breaker)
+        tide__breaker_success(&p->breaker, now);
     return i;
 }
 
