@@ -96,10 +96,10 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 static void clear_history(struct tide_breaker *b)
 {
-    memset(b->attempts, 0, sizeof b->attempts);
     memset(b->accepts, 0, sizeof b->accepts);
-    b->total_attempts = 0;
+    memset(b->fails, 0, sizeof b->fails);
     b->total_accepts = 0;
+    b->total_fails = 0;
     b->started = false;
     b->head_from = INT64_MAX;
     b->head_until = INT64_MIN;
@@ -124,7 +124,7 @@ static void quiet(struct tide_breaker *b)
     if (open && b->policy != TIDE_BREAKER_ADAPTIVE) {
         b->quiet_from = INT64_MIN;
         b->quiet_until = INT64_MAX;
-    } else if (open && b->total_attempts <= b->total_accepts) {
+    } else if (open && b->total_fails == 0) {
         b->quiet_from = b->head_from; /* empty until started */
         b->quiet_until = b->head_until;
     } else {
@@ -152,10 +152,10 @@ static size_t slide(struct tide_breaker *b, int64_t now)
         } else {
             for (uint64_t i = 1; i <= gap; i++) {
                 size_t at = (size_t)(((uint64_t)b->head + i) % TIDE__RING);
-                b->total_attempts -= b->attempts[at];
                 b->total_accepts -= b->accepts[at];
-                b->attempts[at] = 0;
+                b->total_fails -= b->fails[at];
                 b->accepts[at] = 0;
+                b->fails[at] = 0;
             }
         }
         b->head = tick;
@@ -167,20 +167,21 @@ static size_t slide(struct tide_breaker *b, int64_t now)
 static void record(struct tide_breaker *b, int64_t now, bool accepted)
 {
     size_t at = slide(b, now);
-    if (b->attempts[at] == UINT32_MAX)
+    if ((uint64_t)b->accepts[at] + b->fails[at] == UINT32_MAX)
         return; /* saturated: the share is settled by then */
-    b->attempts[at]++;
-    b->total_attempts++;
     if (accepted) {
         b->accepts[at]++;
         b->total_accepts++;
+    } else {
+        b->fails[at]++;
+        b->total_fails++;
     }
 }
 
 static double adaptive_refusal(struct tide_breaker *b, int64_t now)
 {
     slide(b, now);
-    double attempts = (double)b->total_attempts;
+    double attempts = (double)(b->total_accepts + b->total_fails);
     double excess = attempts - b->k * (double)b->total_accepts;
     if (!(excess > 0.0))
         return 0.0; /* no division in the usual, healthy case */

@@ -97,10 +97,14 @@ struct tide_breaker {
      * it on the way out, so the pool's inline fast path reads one range. */
     int64_t quiet_from;
     int64_t quiet_until;
-    uint32_t attempts[TIDE__RING];
+    /* Per bucket, the attempts let through and made, and the rest (refused
+     * or failed): attempts are their sum. Counted apart, a success touches
+     * one count a bucket instead of two. A bucket stops counting at
+     * UINT32_MAX attempts. */
     uint32_t accepts[TIDE__RING];
-    uint64_t total_attempts;
+    uint32_t fails[TIDE__RING];
     uint64_t total_accepts;
+    uint64_t total_fails;
 };
 
 struct tide_breaker_options tide__breaker_resolve(struct tide_breaker_options o);
@@ -129,7 +133,7 @@ static inline bool tide__breaker_admit(struct tide_breaker *b, int64_t now,
     return tide__breaker_admits(b, now) || tide__breaker_decide(b, now, roll);
 }
 
-/* tide_breaker_success. Counting a success keeps attempts - accepts, so the
+/* tide_breaker_success. Counting a success leaves the failures at 0, so the
  * quiet range stays right. */
 static inline void tide__breaker_success(struct tide_breaker *b, int64_t now)
 {
@@ -139,10 +143,8 @@ static inline void tide__breaker_success(struct tide_breaker *b, int64_t now)
         b->failures = 0;
     } else {
         size_t at = (size_t)((uint64_t)b->head % TIDE__RING);
-        if (b->attempts[at] == UINT32_MAX)
+        if (b->accepts[at] == UINT32_MAX) /* quiet: no fails to add */
             return; /* saturated: the share is settled by then */
-        b->attempts[at]++;
-        b->total_attempts++;
         b->accepts[at]++;
         b->total_accepts++;
     }
