@@ -50,6 +50,9 @@ struct tide_bucket {
 };
 
 struct tide_bucket_options tide__bucket_resolve(struct tide_bucket_options o);
+int tide__bucket_check(const struct tide_bucket_options *o);
+void tide__bucket_init(struct tide_bucket *b,
+                       const struct tide_bucket_options *resolved, int64_t now);
 
 /* Accrues the tokens earned since the last look. A clock that goes back
  * earns nothing rather than taking tokens away. Inline: a pool with a bucket
@@ -62,10 +65,6 @@ static inline void tide__bucket_refill(struct tide_bucket *b, int64_t now)
     b->tokens = b->tokens + earned < b->burst ? b->tokens + earned : b->burst;
     b->stamp = now;
 }
-
-int tide__bucket_check(const struct tide_bucket_options *o);
-void tide__bucket_init(struct tide_bucket *b,
-                       const struct tide_bucket_options *resolved, int64_t now);
 
 #define TIDE__RING 16
 
@@ -114,6 +113,7 @@ void tide__breaker_init(struct tide_breaker *b,
 /* true while the breaker refuses every take (INACTIVE); asks the policy
  * whether to start probing first. */
 bool tide__breaker_blocks(struct tide_breaker *b, int64_t now);
+/* Admit's whole decision, on a roll already held to [0, 1). */
 bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll);
 
 /* The common cases of admit and success are inline, for a pool runs them on

@@ -5,8 +5,8 @@
  *   lent      item set, prev == LENT, next == NIL
  *   held      item set, prev == LENT, next == HELD (aside for a check)
  *   reserved  item NULL, on the reservation queue (FIFO, linked through
- *             next), dies holds its spread life until made() turns it
- *             into a deadline
+ *             next; prev unused), dies holds its spread life until made()
+ *             turns it into a deadline
  *   free      item NULL, prev == FREE, on the free list through next
  * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
  * with the map, 40 to 48 bytes a slot. */
