@@ -38,12 +38,19 @@ void tide__itemmap_insert(struct tide__itemmap *m, const void *key,
                           uint32_t slot);
 void tide__itemmap_remove(struct tide__itemmap *m, const void *key);
 
+/* The key of record `slot`: the pointer its record starts with. */
+static inline const void *tide__itemmap_key_in(const void *records,
+                                               size_t stride, uint32_t slot)
+{
+    const void *key;
+    memcpy(&key, (const char *)records + (size_t)slot * stride, sizeof key);
+    return key;
+}
+
 static inline const void *tide__itemmap_key(const struct tide__itemmap *m,
                                             uint32_t slot)
 {
-    const void *key;
-    memcpy(&key, m->records + (size_t)slot * m->stride, sizeof key);
-    return key;
+    return tide__itemmap_key_in(m->records, m->stride, slot);
 }
 
 /* Fibonacci hashing: pointers share their low bits (alignment) and often
@@ -55,18 +62,29 @@ static inline uint32_t tide__itemmap_home(const struct tide__itemmap *m,
     return (uint32_t)(h >> m->shift);
 }
 
+/* tide__itemmap_seek over the records bound, passed again by a caller that
+ * knows their stride at compile time: the multiply becomes a shift. */
+static inline uint32_t tide__itemmap_seek_in(const struct tide__itemmap *m,
+                                             const void *key,
+                                             const void *records,
+                                             size_t stride)
+{
+    uint32_t at = tide__itemmap_home(m, key);
+    for (;;) {
+        uint32_t slot = m->cells[at];
+        if (slot == TIDE__ITEMMAP_NONE ||
+            tide__itemmap_key_in(records, stride, slot) == key)
+            return at;
+        at = (at + 1) & m->mask;
+    }
+}
+
 /* The cell holding key, or else the empty cell where it would go. The map
  * must have cells (be reserved). */
 static inline uint32_t tide__itemmap_seek(const struct tide__itemmap *m,
                                           const void *key)
 {
-    uint32_t at = tide__itemmap_home(m, key);
-    for (;;) {
-        uint32_t slot = m->cells[at];
-        if (slot == TIDE__ITEMMAP_NONE || tide__itemmap_key(m, slot) == key)
-            return at;
-        at = (at + 1) & m->mask;
-    }
+    return tide__itemmap_seek_in(m, key, m->records, m->stride);
 }
 
 /* The slot of key, or TIDE__ITEMMAP_NONE. */

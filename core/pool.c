@@ -206,6 +206,12 @@ static void slot_release(struct tide_pool *p, uint32_t i)
     slot_free(p, i);
 }
 
+/* The map cell of item, or the empty one where it would go. */
+static uint32_t seek(const struct tide_pool *p, const void *item)
+{
+    return tide__itemmap_seek_in(&p->map, item, p->slots, sizeof *p->slots);
+}
+
 /* ---- creation ---- */
 
 static int build_ward(struct tide_pool *p, const struct tide_ward *w,
@@ -355,8 +361,7 @@ static struct tide_taken reserve_slot(struct tide_pool *p, int64_t now,
     if (p->has_bucket)
         p->bucket.tokens -= 1.0; /* refilled at now, and one is there */
     uint32_t i = slot_take_free(p);
-    struct slot *s = &p->slots[i];
-    s->item = NULL;
+    struct slot *s = &p->slots[i]; /* a free slot holds no item */
     s->dies = spread_life(p, roll);
     s->since = now;
     queue_push(p, &p->reserved, i);
@@ -540,7 +545,7 @@ int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
     if (p->reserved.head == NIL)
         return TIDE_ENORESERVE;
     /* A reservation means the map has cells: the slot came from a grow. */
-    uint32_t at = tide__itemmap_seek(&p->map, item);
+    uint32_t at = seek(p, item);
     if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
     (void)fill_reservation(p, item, now, at);
@@ -588,7 +593,7 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 {
     if (!p->map.cells)
         return NIL;
-    *at = tide__itemmap_seek(&p->map, item);
+    *at = seek(p, item);
     uint32_t i = p->map.cells[*at];
     return i != TIDE__ITEMMAP_NONE ? i : adopt(p, item, now, *at);
 }
@@ -640,7 +645,7 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return TIDE_EINVAL;
     if (!p->map.cells)
         return TIDE_EUNKNOWN; /* never had a slot: nothing lent or reserved */
-    uint32_t at = tide__itemmap_seek(&p->map, item);
+    uint32_t at = seek(p, item);
     uint32_t i = p->map.cells[at];
     if (i == TIDE__ITEMMAP_NONE)
         return give_unknown(p, item, now, at);
