@@ -54,16 +54,35 @@ int tide__bucket_check(const struct tide_bucket_options *o);
 void tide__bucket_init(struct tide_bucket *b,
                        const struct tide_bucket_options *resolved, int64_t now);
 
-/* Accrues the tokens earned since the last look. A clock that goes back
- * earns nothing rather than taking tokens away. Inline: a pool with a bucket
- * runs it on every make. */
-static inline void tide__bucket_refill(struct tide_bucket *b, int64_t now)
+/* The tokens there at now: those at the last look and what accrued since,
+ * up to burst. A clock that goes back earns nothing rather than taking
+ * tokens away. Inline, as the two below: a pool with a bucket runs them on
+ * every make. */
+static inline double tide__bucket_level(const struct tide_bucket *b,
+                                        int64_t now)
 {
     if (now <= b->stamp)
-        return;
-    double earned = (double)tide__elapsed(b->stamp, now) * b->rate;
-    b->tokens = b->tokens + earned < b->burst ? b->tokens + earned : b->burst;
-    b->stamp = now;
+        return b->tokens;
+    double t = b->tokens + (double)tide__elapsed(b->stamp, now) * b->rate;
+    return t < b->burst ? t : b->burst;
+}
+
+/* Brings the bucket to now. */
+static inline void tide__bucket_refill(struct tide_bucket *b, int64_t now)
+{
+    b->tokens = tide__bucket_level(b, now);
+    if (now > b->stamp)
+        b->stamp = now;
+}
+
+/* Takes a token from a bucket whose level at now is `level`, at least 1:
+ * the refill and the take in one store, the level kept in a register. */
+static inline void tide__bucket_spend(struct tide_bucket *b, int64_t now,
+                                      double level)
+{
+    b->tokens = level - 1.0;
+    if (now > b->stamp)
+        b->stamp = now;
 }
 
 #define TIDE__RING 16

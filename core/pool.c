@@ -354,12 +354,10 @@ static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 }
 
 /* Reserves the free slot at the head of the free list for a make answered
- * now; the guards have let it through. */
+ * now; the guards have let it through, and the bucket's token is taken. */
 static struct tide_taken reserve_slot(struct tide_pool *p, int64_t now,
                                       double roll)
 {
-    if (p->has_bucket)
-        p->bucket.tokens -= 1.0; /* refilled at now, and one is there */
     uint32_t i = slot_take_free(p);
     struct slot *s = &p->slots[i]; /* a free slot holds no item */
     s->dies = spread_life(p, roll);
@@ -390,19 +388,21 @@ TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_MEMORY);
     if (p->has_breaker && !tide__breaker_admit(&p->breaker, now, &roll))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    if (p->has_bucket)
+        p->bucket.tokens -= 1.0; /* refilled at now above, and one is there */
     return reserve_slot(p, now, roll);
 }
 
-/* Whether reserve would let a make through at once, asked without side
- * effects (a refill at now is one: reserve's own refill then finds nothing
- * to add), so a "no" leaves reserve to decide from the start. */
-static bool guards_open(struct tide_pool *p, int64_t now)
+/* Whether reserve would let a make through at once, with nothing to
+ * record, asked without side effects: a "no" leaves reserve to decide from
+ * the start. *level: the bucket's tokens at now. */
+static bool guards_open(const struct tide_pool *p, int64_t now, double *level)
 {
     if (p->has_backoff && now < p->backoff_until)
         return false;
     if (p->has_bucket) {
-        tide__bucket_refill(&p->bucket, now);
-        if (p->bucket.tokens < 1.0)
+        *level = tide__bucket_level(&p->bucket, now);
+        if (*level < 1.0)
             return false;
     }
     return p->free_head != NIL &&
@@ -417,8 +417,11 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     if (p->has_shedder && !tide__shedder_admit(&p->shedder))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
-    if (!guards_open(p, now))
+    double level = 0.0;
+    if (!guards_open(p, now, &level))
         return reserve(p, now, roll);
+    if (p->has_bucket)
+        tide__bucket_spend(&p->bucket, now, level);
     return reserve_slot(p, now, roll);
 }
 
