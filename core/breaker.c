@@ -305,6 +305,15 @@ void tide_breaker_failure(struct tide_breaker *b, int64_t now)
     quiet(b);
 }
 
+int64_t tide_breaker_retry_after(const struct tide_breaker *b, int64_t now)
+{
+    if (b->state != TIDE_BREAKER_INACTIVE || b->strategy ||
+        b->policy != TIDE_BREAKER_STRIKES)
+        return 0;
+    int64_t open_for = tide__elapsed(b->opened, now);
+    return open_for < b->cooldown ? b->cooldown - open_for : 0;
+}
+
 double tide_breaker_refusal(struct tide_breaker *b, int64_t now)
 {
     if (b->state != TIDE_BREAKER_ACTIVE)

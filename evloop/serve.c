@@ -82,8 +82,12 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
         return false;
     int status =
         t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
+    /* an open breaker that knows its cooldown says when to come back */
+    int64_t retry = t.guard == TIDE_GUARD_BREAKER && p->breaker
+                        ? tide_breaker_retry_after(p->breaker, p->now)
+                        : 0;
     p->counters.shed++;
-    tide__waiter_answer(p, w, status, NULL, t.guard, 0, NULL);
+    tide__waiter_answer(p, w, status, NULL, t.guard, retry, NULL);
     return true;
 }
 

@@ -299,6 +299,11 @@ TIDE_API bool tide_breaker_admit(struct tide_breaker *b, int64_t now,
                                  double roll);
 TIDE_API void tide_breaker_success(struct tide_breaker *b, int64_t now);
 TIDE_API void tide_breaker_failure(struct tide_breaker *b, int64_t now);
+/* While INACTIVE, ns until the policy will let a probe through: the rest of
+ * the STRIKES cooldown. 0 when it is not INACTIVE or the policy cannot say
+ * (ADAPTIVE holds a manual deactivate; a custom strategy decides itself). */
+TIDE_API int64_t tide_breaker_retry_after(const struct tide_breaker *b,
+                                          int64_t now);
 /* The share of new makes refused now: the policy's share while ACTIVE, 1
  * while INACTIVE or RECOVERING (all but the probes). */
 TIDE_API double tide_breaker_refusal(struct tide_breaker *b, int64_t now);

@@ -125,6 +125,25 @@ START_TEST(strikes_recover_after_cooldown)
 }
 END_TEST
 
+START_TEST(retry_after_is_the_rest_of_the_cooldown)
+{
+    struct tide_breaker *b = new_breaker(
+        (struct tide_breaker_options){.policy = TIDE_BREAKER_STRIKES,
+                                      .strikes = 1,
+                                      .cooldown = TIDE_SEC(5)});
+    ck_assert_int_eq(tide_breaker_retry_after(b, 0), 0); /* not open */
+    tide_breaker_failure(b, TIDE_SEC(1));
+    ck_assert_int_eq(tide_breaker_retry_after(b, TIDE_SEC(2)), TIDE_SEC(4));
+    ck_assert_int_eq(tide_breaker_retry_after(b, TIDE_SEC(6)), 0);
+    tide_breaker_free(b);
+    /* adaptive: a manual deactivate holds; nothing to promise */
+    b = new_breaker((struct tide_breaker_options){0});
+    tide_breaker_deactivate(b, 0);
+    ck_assert_int_eq(tide_breaker_retry_after(b, 1), 0);
+    tide_breaker_free(b);
+}
+END_TEST
+
 START_TEST(recovering_bounds_probes)
 {
     struct tide_breaker *b = new_breaker((struct tide_breaker_options){
@@ -291,6 +310,7 @@ static Suite *breaker_suite(void)
     tcase_add_test(tc, starts_active_refusing_nothing);
     tcase_add_test(tc, manual_deactivate_holds_until_activate);
     tcase_add_test(tc, recovering_bounds_probes);
+    tcase_add_test(tc, retry_after_is_the_rest_of_the_cooldown);
     tcase_add_test(tc, recovering_success_returns_to_active);
     tcase_add_test(tc, recovering_failure_returns_to_inactive);
     tcase_add_test(tc, bad_options_refused);

@@ -318,6 +318,7 @@ static void on_answer(struct tide_evpool *pool, int status, void *resource,
     a->order = fx->answered++;
     a->make_error = why->make_error;
     a->guard = why->guard;
+    a->retry_after = why->retry_after;
     ck_assert_ptr_nonnull(why->message);
     snprintf(a->message, sizeof a->message, "%s", why->message);
     if (status == 0 && fx->release_in_callback) {

@@ -38,6 +38,7 @@ struct answer {
     int order; /* when it was answered, among all answers */
     int make_error;
     enum tide_guard guard;
+    int64_t retry_after;
     char message[128];
 };
 

@@ -67,6 +67,9 @@ START_TEST(strikes_open_the_breaker_and_refuse_queued_waiters)
         ck_assert_int_eq(a[i]->status, TIDE_EUNAVAILABLE);
         ck_assert_int_eq(a[i]->guard, TIDE_GUARD_BREAKER);
         ck_assert_int_eq(a[i]->make_error, fx->fail_code);
+        /* the rest of the cooldown: when a retry may get through */
+        ck_assert_int_gt(a[i]->retry_after, TIDE_SEC(9));
+        ck_assert_int_le(a[i]->retry_after, TIDE_SEC(10));
     }
     ck_assert_int_eq(fx->makes, 2);
     ck_assert_int_eq(stats().breaker, TIDE_BREAKER_INACTIVE);
