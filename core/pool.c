@@ -529,7 +529,9 @@ static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
     s->next = NIL;
     s->since = now;
     tide__itemmap_put(&p->map, at, i);
-    if (p->has_backoff) {
+    /* A success resets the backoff; with no failure in a row there is
+     * nothing to reset (the hold, if any, was set by a failure). */
+    if (p->has_backoff && p->backoff_failures) {
         p->backoff_failures = 0;
         p->backoff_previous = 0;
         p->backoff_until = now;
