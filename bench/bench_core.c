@@ -47,12 +47,12 @@
 
 #include <tidepool/core.h>
 
-#define REPS 5
-#define STEP TIDE_NS(100) /* the clock moves this much per take */
-#define HOT_MAX 64        /* resources out at once in a round */
-#define ITEM_STRIDE 64    /* bytes between two fake resources */
-#define RATIO_GOAL 2.0
-#define BYTES_GOAL 48.0
+#define REPS        5
+#define STEP        TIDE_NS(100) /* the clock moves this much per take */
+#define HOT_MAX     64           /* resources out at once in a round */
+#define ITEM_STRIDE 64           /* bytes between two fake resources */
+#define RATIO_GOAL  2.0
+#define BYTES_GOAL  48.0
 
 static const size_t sizes[] = {10, 1000, 100000};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
@@ -617,8 +617,8 @@ static double bytes_table(const struct bytes *b)
         double per = (double)(b->pool[i] - b->fixed) / n;
         if (per > worst)
             worst = per;
-        printf("%7zu %11zu %10.1f %10.1f %10.1f%s\n", sizes[i], b->pool[i],
-               per, (double)b->pool[i] / n, (double)b->floor[i] / n,
+        printf("%7zu %11zu %10.1f %10.1f %10.1f%s\n", sizes[i], b->pool[i], per,
+               (double)b->pool[i] / n, (double)b->floor[i] / n,
                per > BYTES_GOAL ? "  over 48" : "");
     }
     printf("(per slot: beyond the fixed part, malloc headers and mmap pages "

@@ -88,8 +88,8 @@ bool tide_backoff_more(const struct tide_backoff *in, int made)
     return made < b.attempts;
 }
 
-size_t tide_backoff_schedule(const struct tide_backoff *in,
-                             const double *rolls, int64_t *out, size_t n)
+size_t tide_backoff_schedule(const struct tide_backoff *in, const double *rolls,
+                             int64_t *out, size_t n)
 {
     struct tide_backoff b = tide_backoff_resolve(*in);
     size_t retries = b.attempts > 1 ? (size_t)(b.attempts - 1) : 0;

@@ -31,7 +31,8 @@ int tide__breaker_check(const struct tide_breaker_options *o)
         return TIDE_EBREAKER;
     if (o->policy == TIDE_BREAKER_CUSTOM) {
         const struct tide_breaker_strategy *s = o->strategy;
-        if (!s || !s->report_success || !s->report_failure || !s->should_recover)
+        if (!s || !s->report_success || !s->report_failure ||
+            !s->should_recover)
             return TIDE_EBREAKER;
     }
     return 0;
@@ -44,7 +45,8 @@ void tide__breaker_init(struct tide_breaker *b,
     b->head_from = INT64_MAX; /* no history yet: no tick is current */
     b->head_until = INT64_MIN;
     b->state = TIDE_BREAKER_ACTIVE;
-    b->policy = o->policy == TIDE_BREAKER_CUSTOM ? TIDE_BREAKER_ADAPTIVE : o->policy;
+    b->policy =
+        o->policy == TIDE_BREAKER_CUSTOM ? TIDE_BREAKER_ADAPTIVE : o->policy;
     if (o->policy == TIDE_BREAKER_CUSTOM) {
         b->strategy = o->strategy;
         b->strategy_arg = o->strategy_arg;
@@ -297,7 +299,8 @@ void tide_breaker_failure(struct tide_breaker *b, int64_t now)
         b->strategy->report_failure(b, now, b->strategy_arg);
     } else if (b->policy == TIDE_BREAKER_ADAPTIVE) {
         record(b, now, false);
-    } else if (++b->failures >= b->strikes && b->state != TIDE_BREAKER_INACTIVE) {
+    } else if (++b->failures >= b->strikes &&
+               b->state != TIDE_BREAKER_INACTIVE) {
         tide_breaker_deactivate(b, now);
     }
     if (b->state == TIDE_BREAKER_RECOVERING)

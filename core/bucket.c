@@ -14,7 +14,8 @@ struct tide_bucket_options tide__bucket_resolve(struct tide_bucket_options o)
 
 int tide__bucket_check(const struct tide_bucket_options *o)
 {
-    if (!(o->rate > 0.0 && o->rate < 1e18) || !(o->burst >= 1.0 && o->burst < 1e18))
+    if (!(o->rate > 0.0 && o->rate < 1e18) ||
+        !(o->burst >= 1.0 && o->burst < 1e18))
         return TIDE_EBUCKET;
     return 0;
 }

@@ -43,7 +43,7 @@ static inline double tide__roll(double roll)
 }
 
 struct tide_bucket {
-    double rate;   /* tokens per ns */
+    double rate; /* tokens per ns */
     double burst;
     double tokens; /* at `stamp` */
     int64_t stamp;
@@ -97,8 +97,8 @@ struct tide_breaker {
     int strikes;
     int64_t cooldown;
     int probes;
-    int probing;  /* probes let through in this RECOVERING spell */
-    int failures; /* STRIKES: in a row */
+    int probing;    /* probes let through in this RECOVERING spell */
+    int failures;   /* STRIKES: in a row */
     int64_t opened; /* when INACTIVE began */
     /* ADAPTIVE history: counts per bucket, newest at tick `head` */
     int64_t head;
@@ -125,7 +125,8 @@ struct tide_breaker {
     uint64_t total_fails;
 };
 
-struct tide_breaker_options tide__breaker_resolve(struct tide_breaker_options o);
+struct tide_breaker_options
+tide__breaker_resolve(struct tide_breaker_options o);
 int tide__breaker_check(const struct tide_breaker_options *o);
 void tide__breaker_init(struct tide_breaker *b,
                         const struct tide_breaker_options *resolved);
@@ -185,7 +186,8 @@ struct tide_shedder {
     bool has_lag;
 };
 
-struct tide_shedder_options tide__shedder_resolve(struct tide_shedder_options o);
+struct tide_shedder_options
+tide__shedder_resolve(struct tide_shedder_options o);
 int tide__shedder_check(const struct tide_shedder_options *o);
 void tide__shedder_init(struct tide_shedder *s,
                         const struct tide_shedder_options *resolved,

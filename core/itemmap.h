@@ -17,9 +17,9 @@
 #define TIDE__ITEMMAP_NONE UINT32_MAX
 
 struct tide__itemmap {
-    uint32_t *cells;    /* slot numbers, TIDE__ITEMMAP_NONE when empty */
-    uint32_t mask;      /* cells - 1; cells is a power of two */
-    unsigned shift;     /* 64 - log2(cells) */
+    uint32_t *cells;     /* slot numbers, TIDE__ITEMMAP_NONE when empty */
+    uint32_t mask;       /* cells - 1; cells is a power of two */
+    unsigned shift;      /* 64 - log2(cells) */
     const char *records; /* borrowed: the records the slot numbers index */
     size_t stride;
 };
@@ -66,8 +66,7 @@ static inline uint32_t tide__itemmap_home(const struct tide__itemmap *m,
  * knows their stride at compile time: the multiply becomes a shift. */
 static inline uint32_t tide__itemmap_seek_in(const struct tide__itemmap *m,
                                              const void *key,
-                                             const void *records,
-                                             size_t stride)
+                                             const void *records, size_t stride)
 {
     uint32_t at = tide__itemmap_home(m, key);
     for (;;) {

@@ -16,7 +16,7 @@
 #include "core_internal.h"
 #include "itemmap.h"
 
-#define NIL UINT32_MAX
+#define NIL  UINT32_MAX
 #define LENT (UINT32_MAX - 1)
 #define FREE (UINT32_MAX - 2)
 #define HELD (UINT32_MAX - 3)
@@ -24,8 +24,8 @@
 /* A finite size up to this is allocated whole at creation, so take and give
  * never allocate; beyond it (or unlimited) the books grow by doubling. */
 #define PREALLOC_MAX (INT64_C(1) << 20)
-#define GROW_FIRST 64
-#define SLOTS_MAX (UINT32_MAX - 4)
+#define GROW_FIRST   64
+#define SLOTS_MAX    (UINT32_MAX - 4)
 
 struct slot {
     void *item;
@@ -61,8 +61,8 @@ struct tide_pool {
     struct tide_bucket bucket;
     struct tide_shedder shedder;
     struct tide_backoff backoff;
-    int backoff_failures;    /* makes failed in a row */
-    int64_t backoff_until;   /* no MAKE before this */
+    int backoff_failures;     /* makes failed in a row */
+    int64_t backoff_until;    /* no MAKE before this */
     int64_t backoff_previous; /* the last delay drawn */
 };
 
@@ -252,8 +252,9 @@ static int build_ward(struct tide_pool *p, const struct tide_ward *w,
     return 0;
 }
 
-int tide_pool_new(const struct tide_limits *limits, const struct tide_ward *ward,
-                  int64_t now, struct tide_pool **out)
+int tide_pool_new(const struct tide_limits *limits,
+                  const struct tide_ward *ward, int64_t now,
+                  struct tide_pool **out)
 {
     if (!out)
         return TIDE_EINVAL;
@@ -310,8 +311,8 @@ static bool expired(const struct tide_pool *p, const struct slot *s,
 static struct tide_taken answer(enum tide_answer a, void *item, int64_t span,
                                 enum tide_guard guard)
 {
-    return (struct tide_taken){.answer = a, .item = item, .span = span,
-                               .guard = guard};
+    return (struct tide_taken){
+        .answer = a, .item = item, .span = span, .guard = guard};
 }
 
 /* The life of a resource made with this roll: life shortened by a share
@@ -572,9 +573,8 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
     if (p->has_backoff) {
         int retry = p->backoff_failures < 64 ? p->backoff_failures : 64;
         p->backoff_failures++;
-        p->backoff_previous = tide_backoff_delay(&p->backoff, retry,
-                                                 tide__roll(roll),
-                                                 p->backoff_previous);
+        p->backoff_previous = tide_backoff_delay(
+            &p->backoff, retry, tide__roll(roll), p->backoff_previous);
         p->backoff_until = tide__later(now, p->backoff_previous);
     }
     return 0;

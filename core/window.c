@@ -7,8 +7,8 @@
 struct tide_window {
     int64_t quota;
     int64_t span;
-    int64_t count; /* stamps held */
-    int64_t oldest; /* index of the oldest stamp in the ring */
+    int64_t count;    /* stamps held */
+    int64_t oldest;   /* index of the oldest stamp in the ring */
     int64_t stamps[]; /* quota of them, a ring in time order */
 };
 

@@ -44,9 +44,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                        : TIDE_MS(1 + (shape >> 20) % 500),
     };
     struct tide_breaker_options breaker = {
-        .policy = (shape >> 29) % 2 ? TIDE_BREAKER_STRIKES
-                                    : TIDE_BREAKER_ADAPTIVE,
-        .window = TIDE_SEC(1), .strikes = 2, .cooldown = TIDE_MS(20)};
+        .policy =
+            (shape >> 29) % 2 ? TIDE_BREAKER_STRIKES : TIDE_BREAKER_ADAPTIVE,
+        .window = TIDE_SEC(1),
+        .strikes = 2,
+        .cooldown = TIDE_MS(20)};
     struct tide_bucket_options bucket = {.rate = 1000, .burst = 3};
     struct tide_backoff backoff = {.base = TIDE_MS(1), .cap = TIDE_MS(10)};
     struct tide_shedder_options shedder = {.loan_target = TIDE_MS(30)};

@@ -21,8 +21,8 @@
 #include "echo_server.h"
 
 #define SERVICE_MS 15
-#define POOL_SIZE 8
-#define MAX_WAITS 20000
+#define POOL_SIZE  8
+#define MAX_WAITS  20000
 
 enum phase { CALM, BURST, DRAIN, OUTAGE, RECOVERY, PHASES };
 
@@ -194,11 +194,15 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
     qsort(s->waits, (size_t)s->n_waits, sizeof s->waits[0], cmp_i64);
     int64_t p99 = s->n_waits ? s->waits[(s->n_waits * 99) / 100] : 0;
     struct second *row = &s->rows[s->row < 128 ? s->row : 127];
-    *row = (struct second){
-        .lent = st.lent, .idle = st.idle, .waiting = st.waiting,
-        .made = (int64_t)(st.made - s->made_before), .refused = s->refused,
-        .served = s->served, .p99 = p99, .breaker = st.breaker,
-        .phase = s->phase};
+    *row = (struct second){.lent = st.lent,
+                           .idle = st.idle,
+                           .waiting = st.waiting,
+                           .made = (int64_t)(st.made - s->made_before),
+                           .refused = s->refused,
+                           .served = s->served,
+                           .p99 = p99,
+                           .breaker = st.breaker,
+                           .phase = s->phase};
     printf("%4d  %-8s  %4lld  %4lld  %4lld  %5lld  %7lld  %6lld  %8.1f  %s\n",
            s->row + 1, phase_names[s->phase], (long long)row->lent,
            (long long)row->idle, (long long)row->waiting, (long long)row->made,
@@ -281,9 +285,8 @@ int main(int argc, char **argv)
     /* Five failed connects in a row open the breaker; after a second it
      * probes with one connect, and a success closes it again. Backoff holds
      * makes between failures; the shedder watches the loop's lag. */
-    struct tide_breaker_options breaker = {.policy = TIDE_BREAKER_STRIKES,
-                                           .strikes = 5,
-                                           .cooldown = TIDE_SEC(1)};
+    struct tide_breaker_options breaker = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 5, .cooldown = TIDE_SEC(1)};
     struct tide_backoff backoff = {0};
     struct tide_shedder_options shedder = {0};
     struct tide_evpool_options o = {

@@ -36,15 +36,15 @@ extern "C" {
 
 /* ---- time ------------------------------------------------------------- */
 
-#define TIDE_NS(n) ((int64_t)(n))
-#define TIDE_US(n) ((int64_t)(n) * 1000)
-#define TIDE_MS(n) ((int64_t)(n) * 1000000)
-#define TIDE_SEC(n) ((int64_t)(n) * 1000000000)
-#define TIDE_MIN(n) ((int64_t)(n) * 60000000000)
+#define TIDE_NS(n)  ((int64_t)(n))
+#define TIDE_US(n)  ((int64_t)(n)*1000)
+#define TIDE_MS(n)  ((int64_t)(n)*1000000)
+#define TIDE_SEC(n) ((int64_t)(n)*1000000000)
+#define TIDE_MIN(n) ((int64_t)(n)*60000000000)
 
 /* A span or a count with no limit. Zero in an options struct means "the
  * preset", as everywhere in tidepool, so "no limit" has a name of its own. */
-#define TIDE_FOREVER INT64_MAX
+#define TIDE_FOREVER   INT64_MAX
 #define TIDE_UNLIMITED INT64_MAX
 
 /* ---- errors ----------------------------------------------------------- */
@@ -53,20 +53,20 @@ extern "C" {
  * of these negative codes on failure. One table for every layer, so
  * tide_strerror() and tide_err_name() know them all. */
 enum tide_error {
-    TIDE_EINVAL = -1,       /* an argument is NULL or out of range */
-    TIDE_ENOMEM = -2,       /* an allocation failed */
-    TIDE_ELIMITS = -3,      /* limits: a negative value or spread outside [0, 1] */
-    TIDE_EBREAKER = -4,     /* breaker options out of range */
-    TIDE_EBUCKET = -5,      /* bucket options out of range */
-    TIDE_EBACKOFF = -6,     /* backoff options out of range */
-    TIDE_ESHEDDER = -7,     /* shedder options out of range */
-    TIDE_EDOUBLE = -8,      /* given back twice: the pool already holds it idle */
-    TIDE_EUNKNOWN = -9,     /* not lent by this pool, and no reservation open */
-    TIDE_ENORESERVE = -10,  /* made/unmade with no MAKE outstanding */
-    TIDE_EDUPLICATE = -11,  /* made() with a resource the pool already holds */
-    TIDE_ECLOSED = -12,     /* the pool is closed */
-    TIDE_EGATE = -13,       /* gate left more often than entered */
-    TIDE_ENOTIDLE = -14,    /* hold: the resource is not idle in this pool */
+    TIDE_EINVAL = -1,   /* an argument is NULL or out of range */
+    TIDE_ENOMEM = -2,   /* an allocation failed */
+    TIDE_ELIMITS = -3,  /* limits: a negative value or spread outside [0, 1] */
+    TIDE_EBREAKER = -4, /* breaker options out of range */
+    TIDE_EBUCKET = -5,  /* bucket options out of range */
+    TIDE_EBACKOFF = -6, /* backoff options out of range */
+    TIDE_ESHEDDER = -7, /* shedder options out of range */
+    TIDE_EDOUBLE = -8,  /* given back twice: the pool already holds it idle */
+    TIDE_EUNKNOWN = -9, /* not lent by this pool, and no reservation open */
+    TIDE_ENORESERVE = -10, /* made/unmade with no MAKE outstanding */
+    TIDE_EDUPLICATE = -11, /* made() with a resource the pool already holds */
+    TIDE_ECLOSED = -12,    /* the pool is closed */
+    TIDE_EGATE = -13,      /* gate left more often than entered */
+    TIDE_ENOTIDLE = -14,   /* hold: the resource is not idle in this pool */
 };
 
 /* A sentence for a person; never NULL, static storage. */
@@ -79,10 +79,11 @@ TIDE_API const char *tide_err_name(int code);
 /* The limits a pool holds itself to. A zero field takes the preset, so
  * TIDE_LIMITS(.size = 20) is "the presets, with size 20" in one expression
  * (every field reads back resolved), TIDE_LIMITS(0) is all the presets, and
- * `l.size = 32;` on a copy changes one knob of a set. Zero cannot also mean "no limit", because that would need
- * the presets written first and overridden, which -Wextra flags in every
- * user's build (-Woverride-init). "No limit" is TIDE_UNLIMITED / TIDE_FOREVER. Negative
- * values are refused by tide_pool_new with TIDE_ELIMITS, never clamped. */
+ * `l.size = 32;` on a copy changes one knob of a set. Zero cannot also mean "no
+ * limit", because that would need the presets written first and overridden,
+ * which -Wextra flags in every user's build (-Woverride-init). "No limit" is
+ * TIDE_UNLIMITED / TIDE_FOREVER. Negative values are refused by tide_pool_new
+ * with TIDE_ELIMITS, never clamped. */
 struct tide_limits {
     int64_t size;  /* how many may be live at once: idle, lent and being
                       made. Preset 10. */
@@ -132,15 +133,16 @@ enum tide_jitter {
  * either way (gRPC proposal A6; three attempts as the AWS SDKs' standard
  * mode). For no jitter say TIDE_JITTER_RIGID (a zero spread is the preset). */
 struct tide_backoff {
-    int64_t base;        /* ns before the first retry. Preset 100 ms. */
-    double factor;       /* growth per retry, >= 1. Preset 2. */
-    int64_t cap;         /* ceiling of the unjittered delay. Preset 1 s. */
-    int attempts;        /* attempts in all, the first included. Preset 3. */
+    int64_t base;  /* ns before the first retry. Preset 100 ms. */
+    double factor; /* growth per retry, >= 1. Preset 2. */
+    int64_t cap;   /* ceiling of the unjittered delay. Preset 1 s. */
+    int attempts;  /* attempts in all, the first included. Preset 3. */
     enum tide_jitter jitter; /* preset TIDE_JITTER_SPREAD */
-    double spread;       /* f for SPREAD. Preset 0.2. */
+    double spread;           /* f for SPREAD. Preset 0.2. */
 };
 
-#define TIDE_BACKOFF(...) tide_backoff_resolve((struct tide_backoff){__VA_ARGS__})
+#define TIDE_BACKOFF(...)                                                      \
+    tide_backoff_resolve((struct tide_backoff){__VA_ARGS__})
 
 /* The backoff with zero fields at their presets. Every function below
  * resolves its argument this way too, so a zeroed struct is the preset. */
@@ -275,21 +277,23 @@ struct tide_breaker_strategy {
 /* Zero fields take the preset. */
 struct tide_breaker_options {
     enum tide_breaker_policy policy; /* preset ADAPTIVE */
-    double k;          /* ADAPTIVE: successes weight, >= 1. Preset 2. */
-    int64_t window;    /* ADAPTIVE: ns of history. Preset 2 min. */
-    int strikes;       /* STRIKES: failures in a row. Preset 5. */
-    int64_t cooldown;  /* STRIKES: ns INACTIVE before probing. Preset 5 s. */
-    int probes;        /* RECOVERING: makes let through at once. Preset 1. */
+    double k;         /* ADAPTIVE: successes weight, >= 1. Preset 2. */
+    int64_t window;   /* ADAPTIVE: ns of history. Preset 2 min. */
+    int strikes;      /* STRIKES: failures in a row. Preset 5. */
+    int64_t cooldown; /* STRIKES: ns INACTIVE before probing. Preset 5 s. */
+    int probes;       /* RECOVERING: makes let through at once. Preset 1. */
     /* CUSTOM: borrowed, must outlive the breaker; arg is passed back. */
     const struct tide_breaker_strategy *strategy;
     void *strategy_arg;
 };
 
 /* Caller owns *out; free with tide_breaker_free. */
-TIDE_API TIDE_MUST_USE int tide_breaker_new(const struct tide_breaker_options *o,
-                                            struct tide_breaker **out);
+TIDE_API TIDE_MUST_USE int
+tide_breaker_new(const struct tide_breaker_options *o,
+                 struct tide_breaker **out);
 TIDE_API void tide_breaker_free(struct tide_breaker *b);
-TIDE_API enum tide_breaker_state tide_breaker_state(const struct tide_breaker *b);
+TIDE_API enum tide_breaker_state
+tide_breaker_state(const struct tide_breaker *b);
 /* Manual switches. activate forgets the adaptive history (a fresh start). */
 TIDE_API void tide_breaker_activate(struct tide_breaker *b, int64_t now);
 TIDE_API void tide_breaker_deactivate(struct tide_breaker *b, int64_t now);
@@ -347,8 +351,8 @@ struct tide_pool;
  * what it needs); all NULL behaves exactly as no ward. */
 struct tide_ward {
     const struct tide_breaker_options *breaker;
-    const struct tide_bucket_options *bucket;  /* spaces makes out */
-    const struct tide_backoff *backoff;        /* holds makes after a failure */
+    const struct tide_bucket_options *bucket; /* spaces makes out */
+    const struct tide_backoff *backoff;       /* holds makes after a failure */
     const struct tide_shedder_options *shedder;
 };
 
@@ -375,8 +379,8 @@ enum tide_guard {
 
 struct tide_taken {
     enum tide_answer answer;
-    void *item;          /* READY, STALE */
-    int64_t span;        /* LATER: ns until it may make again */
+    void *item;            /* READY, STALE */
+    int64_t span;          /* LATER: ns until it may make again */
     enum tide_guard guard; /* LATER, SHED */
 };
 
@@ -384,7 +388,8 @@ struct tide_taken {
  * Returns 0, TIDE_ELIMITS, TIDE_EBREAKER, TIDE_EBUCKET, TIDE_EBACKOFF,
  * TIDE_ESHEDDER, TIDE_EINVAL (out NULL) or TIDE_ENOMEM. With a finite size up
  * to 2^20 every slot is allocated here, so take and give never allocate.
- * Caller owns *out; free with tide_pool_free. `now` starts the guards' clocks. */
+ * Caller owns *out; free with tide_pool_free. `now` starts the guards' clocks.
+ */
 TIDE_API TIDE_MUST_USE int tide_pool_new(const struct tide_limits *limits,
                                          const struct tide_ward *ward,
                                          int64_t now, struct tide_pool **out);
@@ -442,9 +447,11 @@ TIDE_API struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now,
  * being made) or TIDE_EUNKNOWN. */
 TIDE_API int tide_pool_hold(struct tide_pool *p, void *item);
 
-TIDE_API int64_t tide_pool_live(const struct tide_pool *p); /* idle+lent+making */
+TIDE_API int64_t
+tide_pool_live(const struct tide_pool *p); /* idle+lent+making */
 TIDE_API int64_t tide_pool_idle(const struct tide_pool *p);
-TIDE_API int64_t tide_pool_busy(const struct tide_pool *p); /* lent+held+making */
+TIDE_API int64_t
+tide_pool_busy(const struct tide_pool *p); /* lent+held+making */
 /* The share of new makes the breaker refuses at now; 0 without one. */
 TIDE_API double tide_pool_refusal(struct tide_pool *p, int64_t now);
 /* The pool's breaker, to read its state, switch it or install a strategy;

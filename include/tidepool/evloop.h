@@ -28,15 +28,15 @@ struct event_base;
 
 /* Errors of this layer (the table is shared: tide_strerror knows them). */
 enum tide_evloop_error {
-    TIDE_ETIMEDOUT = -20,    /* no resource within the acquire timeout */
-    TIDE_EUNAVAILABLE = -21, /* refused at once: breaker open or shed; the
-                                tide_why says which guard and when to retry */
-    TIDE_EQUEUEFULL = -22,   /* the waiter queue is at its bound */
-    TIDE_ECANCELLED = -23,   /* the acquire was cancelled (notify asked) */
-    TIDE_EMAKE = -24,        /* the factory failed without a code of its own */
+    TIDE_ETIMEDOUT = -20,     /* no resource within the acquire timeout */
+    TIDE_EUNAVAILABLE = -21,  /* refused at once: breaker open or shed; the
+                                 tide_why says which guard and when to retry */
+    TIDE_EQUEUEFULL = -22,    /* the waiter queue is at its bound */
+    TIDE_ECANCELLED = -23,    /* the acquire was cancelled (notify asked) */
+    TIDE_EMAKE = -24,         /* the factory failed without a code of its own */
     TIDE_EMAKETIMEDOUT = -25, /* the factory did not answer in make_timeout */
-    TIDE_EWOULDBLOCK = -26,  /* try_acquire: nothing idle to hand out now */
-    TIDE_EBUSY = -27,        /* release/discard of a resource not lent */
+    TIDE_EWOULDBLOCK = -26,   /* try_acquire: nothing idle to hand out now */
+    TIDE_EBUSY = -27,         /* release/discard of a resource not lent */
 };
 
 struct tide_evpool;
@@ -218,24 +218,24 @@ TIDE_API int tide_evpool_lost(struct tide_evpool *p, void *resource);
 TIDE_API struct tide_breaker *tide_evpool_breaker(struct tide_evpool *p);
 
 struct tide_evpool_stats {
-    int64_t live;    /* idle + lent + making + in checks */
+    int64_t live; /* idle + lent + making + in checks */
     int64_t idle;
     int64_t lent;
     int64_t making;
     int64_t checking;
     int64_t waiting;
     enum tide_breaker_state breaker; /* ACTIVE when there is none */
-    double refusal;  /* the breaker's refused share now */
+    double refusal;                  /* the breaker's refused share now */
     uint64_t made;
     uint64_t destroyed;
     uint64_t make_failures;
-    uint64_t timeouts;  /* acquires that timed out */
-    uint64_t shed;      /* acquires refused at once */
-    uint64_t stale;     /* destroyed as past keep/life when lent */
-    uint64_t evicted;   /* destroyed by the eviction timer */
+    uint64_t timeouts; /* acquires that timed out */
+    uint64_t shed;     /* acquires refused at once */
+    uint64_t stale;    /* destroyed as past keep/life when lent */
+    uint64_t evicted;  /* destroyed by the eviction timer */
     uint64_t health_failures;
     uint64_t leaks;
-    uint64_t lost;      /* idle resources found dead */
+    uint64_t lost; /* idle resources found dead */
     /* acquire-wait distribution (ns), from acquire to callback, served
      * acquires only; 0 before the first */
     int64_t wait_p50;

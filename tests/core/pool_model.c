@@ -8,7 +8,6 @@ static void *item_of(struct drive *d, int id)
     return &d->arena[id];
 }
 
-
 static int64_t later(int64_t t, int64_t span)
 {
     if (span == TIDE_FOREVER || (t > 0 && span > INT64_MAX - t))
@@ -28,7 +27,8 @@ static bool expired(const struct drive *d, const struct model_idle *m)
 {
     if (m->dies != TIDE_FOREVER && d->now >= m->dies)
         return true;
-    return d->limits.keep != TIDE_FOREVER && d->now - m->since >= d->limits.keep;
+    return d->limits.keep != TIDE_FOREVER &&
+           d->now - m->since >= d->limits.keep;
 }
 
 /* ---- moving resources between places, checked ---- */
@@ -108,8 +108,8 @@ static bool ward_refusal(const struct drive *d, struct tide_taken t)
     if (!d->guarded)
         return false;
     if (t.answer == TIDE_LATER)
-        return t.span > 0 && (t.guard == TIDE_GUARD_BUCKET ||
-                              t.guard == TIDE_GUARD_BACKOFF);
+        return t.span > 0 &&
+               (t.guard == TIDE_GUARD_BUCKET || t.guard == TIDE_GUARD_BACKOFF);
     return t.answer == TIDE_SHED &&
            (t.guard == TIDE_GUARD_BREAKER || t.guard == TIDE_GUARD_SHEDDER);
 }
@@ -174,10 +174,10 @@ static void op_hold(struct drive *d, int id)
         return;
     int rc = tide_pool_hold(d->pool, item_of(d, id));
     if (d->place[id] != PLACE_IDLE) {
-        DRIVE_CHECK(rc == (d->place[id] == PLACE_LENT ||
-                                   d->place[id] == PLACE_HELD
-                               ? TIDE_ENOTIDLE
-                               : TIDE_EUNKNOWN));
+        DRIVE_CHECK(rc ==
+                    (d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD
+                         ? TIDE_ENOTIDLE
+                         : TIDE_EUNKNOWN));
         return;
     }
     DRIVE_CHECK(rc == 0);
@@ -381,16 +381,23 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
 {
     d->now = later(d->now, dt < 0 ? 0 : dt);
     switch (op % 16) {
-    case 0: case 1: case 2: case 3: case 4:
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
         op_take(d, roll);
         break;
-    case 5: case 6:
+    case 5:
+    case 6:
         op_made(d, arg);
         break;
     case 7:
         op_unmade(d, roll);
         break;
-    case 8: case 9: case 10:
+    case 8:
+    case 9:
+    case 10:
         op_give(d, pick_in_place(d, arg % 4 ? PLACE_LENT : PLACE_HELD, arg));
         break;
     case 11: /* misuse or a skipped made(): idle, gone or never seen */

@@ -47,15 +47,15 @@ struct drive {
     /* the model */
     struct model_idle idle[DRIVE_ITEMS]; /* stack: idle[n_idle - 1] on top */
     int n_idle;
-    int64_t lent_dies[DRIVE_ITEMS];      /* by id, while lent or held */
-    int64_t held_since[DRIVE_ITEMS];     /* by id, while held: rest time */
-    int64_t reserved_life[DRIVE_ITEMS];  /* FIFO of spread lives */
+    int64_t lent_dies[DRIVE_ITEMS];     /* by id, while lent or held */
+    int64_t held_since[DRIVE_ITEMS];    /* by id, while held: rest time */
+    int64_t reserved_life[DRIVE_ITEMS]; /* FIFO of spread lives */
     int res_head;
     int n_reserved;
     /* where each resource is, as the driver saw it go */
     enum place place[DRIVE_ITEMS];
-    int n_items; /* ids handed to the pool so far */
-    int n_lent; /* lent and held: both count as busy */
+    int n_items;     /* ids handed to the pool so far */
+    int n_lent;      /* lent and held: both count as busy */
     long departures; /* resources that left the pool */
     long made;       /* resources that entered it */
     long reentries;  /* gone pointers that entered again */

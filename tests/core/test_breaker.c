@@ -40,7 +40,7 @@ END_TEST
 START_TEST(adaptive_refused_attempts_count)
 {
     struct tide_breaker *b = new_breaker((struct tide_breaker_options){0});
-    tide_breaker_failure(b, 0); /* 1 attempt: 1/2 */
+    tide_breaker_failure(b, 0);                /* 1 attempt: 1/2 */
     ck_assert(!tide_breaker_admit(b, 0, 0.1)); /* refused, 2 attempts: 2/3 */
     ck_assert_double_eq_tol(tide_breaker_refusal(b, 0), 2.0 / 3.0, 1e-12);
     ck_assert(tide_breaker_admit(b, 0, 0.9));
@@ -50,8 +50,8 @@ END_TEST
 
 START_TEST(adaptive_history_slides_out_of_the_window)
 {
-    struct tide_breaker *b = new_breaker(
-        (struct tide_breaker_options){.window = TIDE_SEC(16)});
+    struct tide_breaker *b =
+        new_breaker((struct tide_breaker_options){.window = TIDE_SEC(16)});
     for (int i = 0; i < 9; i++)
         tide_breaker_failure(b, 0);
     ck_assert_double_eq_tol(tide_breaker_refusal(b, TIDE_SEC(15)), 0.9, 1e-12);
@@ -112,10 +112,8 @@ END_TEST
 
 START_TEST(strikes_recover_after_cooldown)
 {
-    struct tide_breaker *b = new_breaker(
-        (struct tide_breaker_options){.policy = TIDE_BREAKER_STRIKES,
-                                      .strikes = 1,
-                                      .cooldown = TIDE_SEC(5)});
+    struct tide_breaker *b = new_breaker((struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_SEC(5)});
     tide_breaker_failure(b, TIDE_SEC(1));
     ck_assert(!tide_breaker_admit(b, TIDE_SEC(6) - 1, 0.5));
     ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_INACTIVE);
@@ -127,10 +125,8 @@ END_TEST
 
 START_TEST(retry_after_is_the_rest_of_the_cooldown)
 {
-    struct tide_breaker *b = new_breaker(
-        (struct tide_breaker_options){.policy = TIDE_BREAKER_STRIKES,
-                                      .strikes = 1,
-                                      .cooldown = TIDE_SEC(5)});
+    struct tide_breaker *b = new_breaker((struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_SEC(5)});
     ck_assert_int_eq(tide_breaker_retry_after(b, 0), 0); /* not open */
     tide_breaker_failure(b, TIDE_SEC(1));
     ck_assert_int_eq(tide_breaker_retry_after(b, TIDE_SEC(2)), TIDE_SEC(4));
@@ -171,10 +167,8 @@ END_TEST
 
 START_TEST(recovering_failure_returns_to_inactive)
 {
-    struct tide_breaker *b = new_breaker(
-        (struct tide_breaker_options){.policy = TIDE_BREAKER_STRIKES,
-                                      .strikes = 3,
-                                      .cooldown = TIDE_SEC(5)});
+    struct tide_breaker *b = new_breaker((struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 3, .cooldown = TIDE_SEC(5)});
     for (int i = 0; i < 3; i++)
         tide_breaker_failure(b, 0);
     ck_assert(tide_breaker_admit(b, TIDE_SEC(5), 0.5));
@@ -233,10 +227,10 @@ static const struct tide_breaker_strategy journal_strategy = {
 START_TEST(strategy_hears_every_success_and_failure)
 {
     struct journal j = {0};
-    struct tide_breaker *b = new_breaker(
-        (struct tide_breaker_options){.policy = TIDE_BREAKER_CUSTOM,
-                                      .strategy = &journal_strategy,
-                                      .strategy_arg = &j});
+    struct tide_breaker *b =
+        new_breaker((struct tide_breaker_options){.policy = TIDE_BREAKER_CUSTOM,
+                                                  .strategy = &journal_strategy,
+                                                  .strategy_arg = &j});
     tide_breaker_success(b, 0);
     tide_breaker_success(b, 0);
     tide_breaker_failure(b, 0);

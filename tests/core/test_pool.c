@@ -146,8 +146,7 @@ END_TEST
 
 START_TEST(stale_after_keep_is_out_of_pool_and_count)
 {
-    struct tide_pool *p =
-        new_pool(TIDE_LIMITS(.keep = TIDE_SEC(10)), NULL);
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.keep = TIDE_SEC(10)), NULL);
     fill_idle(p, 1, 0);
     ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(10) - 1, 0.5).answer,
                      TIDE_READY);
@@ -164,8 +163,8 @@ END_TEST
 
 START_TEST(life_retires_a_resource_reused_all_along)
 {
-    struct tide_pool *p = new_pool(
-        TIDE_LIMITS(.keep = TIDE_SEC(10), .life = TIDE_SEC(60)), NULL);
+    struct tide_pool *p =
+        new_pool(TIDE_LIMITS(.keep = TIDE_SEC(10), .life = TIDE_SEC(60)), NULL);
     make_one(p, &res[0], 0);
     /* lent and given back every 5 s: never idle past keep */
     int64_t now = 0;
@@ -359,8 +358,8 @@ END_TEST
 
 START_TEST(spread_shortens_life_by_the_make_roll)
 {
-    struct tide_pool *p = new_pool(
-        TIDE_LIMITS(.life = TIDE_SEC(100), .spread = 0.5), NULL);
+    struct tide_pool *p =
+        new_pool(TIDE_LIMITS(.life = TIDE_SEC(100), .spread = 0.5), NULL);
     /* roll 0 keeps the whole life; roll 0.8 takes 0.8 x 0.5 = 40% off */
     ck_assert_int_eq(tide_pool_take(p, 0, 0.0).answer, TIDE_MAKE);
     ck_assert_int_eq(tide_pool_made(p, &res[0], 0), 0);

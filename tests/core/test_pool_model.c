@@ -14,7 +14,7 @@ void drive_failed(const char *what, const char *file, int line)
 }
 
 #define EPISODES 1000
-#define STEPS 1000
+#define STEPS    1000
 
 /* Random limits small enough that every answer comes up often. */
 static struct tide_limits random_limits(uint64_t *rng, bool spread)
@@ -69,8 +69,10 @@ START_TEST(million_operations_with_full_ward_keep_invariants)
     struct tide_bucket_options bucket = {.rate = 2000, .burst = 4};
     struct tide_backoff backoff = {.base = TIDE_MS(1), .cap = TIDE_MS(20)};
     struct tide_shedder_options shedder = {.loan_target = TIDE_MS(50)};
-    struct tide_ward w = {.breaker = &breaker, .bucket = &bucket,
-                          .backoff = &backoff, .shedder = &shedder};
+    struct tide_ward w = {.breaker = &breaker,
+                          .bucket = &bucket,
+                          .backoff = &backoff,
+                          .shedder = &shedder};
     run_episodes(UINT64_C(0x77617264), &w, false);
 }
 END_TEST

@@ -71,14 +71,13 @@ END_TEST
 
 START_TEST(lag_sample_stops_counting_after_hold)
 {
-    struct tide_pool *p = shedding_pool(
-        10, (struct tide_shedder_options){.hold = TIDE_SEC(1)});
+    struct tide_pool *p =
+        shedding_pool(10, (struct tide_shedder_options){.hold = TIDE_SEC(1)});
     lend(p, 0, 2, 0);
     tide_pool_overload(p, 0, TIDE_MS(500)); /* ceiling 1 */
     /* within hold the settle cuts again (floor 1): one in flight is all */
     ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(1) - 1), 1);
-    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(1) - 1, 0.5).answer,
-                     TIDE_SHED);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(1) - 1, 0.5).answer, TIDE_SHED);
     /* after hold the sample no longer counts: the settle adds one */
     ck_assert_int_eq(tide_pool_give(p, &res[1], TIDE_SEC(1)), 1);
     ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(1), 0.5).answer, TIDE_READY);
@@ -128,7 +127,8 @@ START_TEST(stale_is_handed_back_while_shedding)
     ck_assert_int_eq(tide_pool_new(&l, &w, 0, &p), 0);
     lend(p, 0, 2, 0);
     ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
-    tide_pool_overload(p, TIDE_SEC(5), TIDE_SEC(1)); /* 1 in flight: ceiling 1 */
+    tide_pool_overload(p, TIDE_SEC(5),
+                       TIDE_SEC(1)); /* 1 in flight: ceiling 1 */
     struct tide_taken t = tide_pool_take(p, TIDE_SEC(5), 0.5);
     ck_assert_int_eq(t.answer, TIDE_STALE);
     ck_assert_ptr_eq(t.item, &res[0]);

@@ -45,7 +45,9 @@ START_TEST(empty_ward_answers_exactly_as_no_ward)
             void *item = &arena[rng_below(&rng, sizeof arena)];
             void *out_a[4], *out_b[4];
             switch (rng_below(&rng, 9)) {
-            case 0: case 1: case 2:
+            case 0:
+            case 1:
+            case 2:
                 same_answer(tide_pool_take(bare, now, roll),
                             tide_pool_take(warded, now, roll));
                 break;
@@ -57,7 +59,8 @@ START_TEST(empty_ward_answers_exactly_as_no_ward)
                 ck_assert_int_eq(tide_pool_unmade(bare, now, roll),
                                  tide_pool_unmade(warded, now, roll));
                 break;
-            case 5: case 6:
+            case 5:
+            case 6:
                 ck_assert_int_eq(tide_pool_give(bare, item, now),
                                  tide_pool_give(warded, item, now));
                 break;

@@ -43,7 +43,8 @@ START_TEST(error_table_names_every_code)
     ck_assert_uint_eq(sizeof names / sizeof names[0], NCODES);
     for (size_t i = 0; i < NCODES; i++) {
         ck_assert_str_eq(tide_err_name(codes[i]), names[i]);
-        ck_assert_str_ne(tide_strerror(codes[i]), "unknown tidepool error code");
+        ck_assert_str_ne(tide_strerror(codes[i]),
+                         "unknown tidepool error code");
     }
 }
 END_TEST
