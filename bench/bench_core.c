@@ -36,14 +36,7 @@
 #include <string.h>
 #include <time.h>
 
-/* mallinfo2 is glibc's (2.33 on); elsewhere the bytes are not measured. */
-#if defined(__GLIBC__) &&                                                      \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-#include <malloc.h>
-#define HAVE_MALLINFO2 1
-#else
-#define HAVE_MALLINFO2 0
-#endif
+#include "harness.h"
 
 #include <tidepool/core.h>
 
@@ -59,28 +52,10 @@ static const size_t sizes[] = {10, 1000, 100000};
 
 /* ---- plumbing ---- */
 
-static int64_t clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
-}
-
 static void die(const char *what, long long got)
 {
     fprintf(stderr, "bench_core: %s (got %lld)\n", what, got);
     exit(1);
-}
-
-/* xorshift64: the caller's rolls, as an event loop would draw them. */
-static double roll_next(uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    return (double)(x >> 11) * 0x1p-53;
 }
 
 /* Resources are addresses in one block; only identity matters, nothing is
@@ -101,18 +76,6 @@ static struct items items_new(size_t n)
 static void *item_at(const struct items *it, size_t i)
 {
     return it->block + i * ITEM_STRIDE;
-}
-
-/* Bytes the heap holds now, mmapped chunks included: what a pool really
- * costs, chunk headers and rounding counted. */
-static size_t heap_in_use(void)
-{
-#if HAVE_MALLINFO2
-    struct mallinfo2 mi = mallinfo2();
-    return mi.uordblks + mi.hblkhd;
-#else
-    return 0;
-#endif
 }
 
 /* ---- the floor ---- */
@@ -284,7 +247,7 @@ static uint64_t pool_ready_round(struct run *r)
     uint64_t rng = r->rng;
     for (size_t j = 0; j < r->hot; j++) {
         now += STEP;
-        struct tide_taken t = tide_pool_take(r->pool, now, roll_next(&rng));
+        struct tide_taken t = tide_pool_take(r->pool, now, bench_roll(&rng));
         if (t.answer != TIDE_READY)
             die("ready: take did not answer READY", t.answer);
         r->held[j] = t.item;
@@ -303,7 +266,7 @@ static uint64_t floor_ready_round(struct run *r)
     uint64_t rng = r->rng;
     for (size_t j = 0; j < r->hot; j++) {
         now += STEP;
-        void *item = floor_take(r->floor, now, roll_next(&rng));
+        void *item = floor_take(r->floor, now, bench_roll(&rng));
         if (!item || item == &floor_wait)
             die("floor ready: take had none idle", 0);
         r->held[j] = item;
@@ -320,13 +283,13 @@ static uint64_t pool_make_round(struct run *r)
 {
     int64_t now = r->now + STEP;
     uint64_t rng = r->rng;
-    struct tide_taken t = tide_pool_take(r->pool, now, roll_next(&rng));
+    struct tide_taken t = tide_pool_take(r->pool, now, bench_roll(&rng));
     if (t.answer != TIDE_READY)
         die("make: the idle one was not READY", t.answer);
     void *kept = t.item;
     for (size_t j = 0; j < r->hot; j++) {
         now += STEP;
-        t = tide_pool_take(r->pool, now, roll_next(&rng));
+        t = tide_pool_take(r->pool, now, bench_roll(&rng));
         if (t.answer != TIDE_MAKE)
             die("make: take did not answer MAKE", t.answer);
         if (tide_pool_made(r->pool, r->fresh[j], now) != 0)
@@ -346,12 +309,12 @@ static uint64_t floor_make_round(struct run *r)
 {
     int64_t now = r->now + STEP;
     uint64_t rng = r->rng;
-    void *kept = floor_take(r->floor, now, roll_next(&rng));
+    void *kept = floor_take(r->floor, now, bench_roll(&rng));
     if (!kept || kept == &floor_wait)
         die("floor make: no idle one", 0);
     for (size_t j = 0; j < r->hot; j++) {
         now += STEP;
-        if (floor_take(r->floor, now, roll_next(&rng)) != NULL)
+        if (floor_take(r->floor, now, bench_roll(&rng)) != NULL)
             die("floor make: take did not say make", 0);
         floor_made(r->floor, r->fresh[j], now);
     }
@@ -396,13 +359,13 @@ static void run_make_one(struct run *r, void *item)
 {
     if (r->pool) {
         struct tide_taken t =
-            tide_pool_take(r->pool, r->now, roll_next(&r->rng));
+            tide_pool_take(r->pool, r->now, bench_roll(&r->rng));
         if (t.answer != TIDE_MAKE)
             die("setup: take did not answer MAKE", t.answer);
         if (tide_pool_made(r->pool, item, r->now) != 0)
             die("setup: made refused", 0);
     } else {
-        if (floor_take(r->floor, r->now, roll_next(&r->rng)) != NULL)
+        if (floor_take(r->floor, r->now, bench_roll(&r->rng)) != NULL)
             die("floor setup: take did not say make", 0);
         floor_made(r->floor, item, r->now);
     }
@@ -475,10 +438,10 @@ struct loop {
 static double loop_once(struct loop *l, uint64_t rounds)
 {
     uint64_t cycles = 0;
-    int64_t t0 = clock_ns();
+    int64_t t0 = bench_mono_ns();
     for (uint64_t i = 0; i < rounds; i++)
         cycles += l->round(&l->run);
-    int64_t t1 = clock_ns();
+    int64_t t1 = bench_mono_ns();
     return (double)(t1 - t0) / (double)cycles;
 }
 
@@ -488,9 +451,9 @@ static void loop_calibrate(struct loop *l, double target)
 {
     uint64_t rounds = 1;
     for (;;) {
-        int64_t t0 = clock_ns();
+        int64_t t0 = bench_mono_ns();
         (void)loop_once(l, rounds);
-        double took = (double)(clock_ns() - t0);
+        double took = (double)(bench_mono_ns() - t0);
         if (took >= target / 8 || rounds >= (UINT64_C(1) << 40)) {
             double want = (double)rounds * target / (took > 1.0 ? took : 1.0);
             l->rounds = want >= 1.0 ? (uint64_t)want : 1;
@@ -498,21 +461,6 @@ static void loop_calibrate(struct loop *l, double target)
         }
         rounds *= 2;
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v)
-{
-    double s[REPS];
-    memcpy(s, v, sizeof s);
-    qsort(s, REPS, sizeof s[0], cmp_double);
-    return s[REPS / 2];
 }
 
 static const char *cycle_name(enum cycle c, bool ward)
@@ -537,8 +485,8 @@ static double row(enum cycle c, bool ward, size_t size, double target)
         lp.ns[i] = loop_once(&lp, lp.rounds);
         lf.ns[i] = loop_once(&lf, lf.rounds);
     }
-    double pn = median(lp.ns);
-    double fn = median(lf.ns);
+    double pn = bench_median(lp.ns, REPS);
+    double fn = bench_median(lf.ns, REPS);
     double ratio = pn / fn;
     printf("%-11s %7zu %9.2f %9.2f %7.2f%s\n", cycle_name(c, ward), size, pn,
            fn, ratio, ratio > RATIO_GOAL ? "  over 2x" : "");
@@ -568,9 +516,9 @@ static struct tide_pool *pool_measured(int64_t size, size_t *bytes)
 {
     struct tide_limits l = TIDE_LIMITS(.size = size, .idle = size);
     struct tide_pool *p = NULL;
-    size_t before = heap_in_use();
+    size_t before = bench_heap_in_use();
     int rc = tide_pool_new(&l, &full_ward, 0, &p);
-    *bytes = heap_in_use() - before;
+    *bytes = bench_heap_in_use() - before;
     if (rc)
         die(tide_strerror(rc), rc);
     return p;
@@ -587,9 +535,9 @@ static struct bytes bytes_measure(void)
     pools[NSIZES] = pool_measured(TIDE_UNLIMITED, &b.fixed);
     for (size_t i = 0; i < NSIZES; i++) {
         pools[i] = pool_measured((int64_t)sizes[i], &b.pool[i]);
-        size_t before = heap_in_use();
+        size_t before = bench_heap_in_use();
         floors[i] = floor_new(sizes[i], sizes[i]);
-        b.floor[i] = heap_in_use() - before;
+        b.floor[i] = bench_heap_in_use() - before;
     }
     for (size_t i = 0; i < NSIZES; i++) {
         tide_pool_free(pools[i]);

@@ -71,17 +71,7 @@
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
-/* mallinfo2 is glibc's (2.33 on); elsewhere the bytes are not measured.
- * mallopt is glibc's too. */
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-#if defined(__GLIBC__) &&                                                      \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-#define HAVE_MALLINFO2 1
-#else
-#define HAVE_MALLINFO2 0
-#endif
+#include "harness.h"
 
 #include <tidepool/evloop.h>
 
@@ -99,40 +89,10 @@ static const size_t counts[] = {1000, 100000};
 
 /* ---- plumbing ---- */
 
-/* The clock the adapter reads, and the bench's. */
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
-}
-
 static void die(const char *what, long long got)
 {
     fprintf(stderr, "bench_evloop: %s (got %lld)\n", what, got);
     exit(1);
-}
-
-/* xorshift64: the rolls a caller of the core draws. */
-static double roll_next(uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    return (double)(x >> 11) * 0x1p-53;
-}
-
-/* Bytes the heap holds now, mmapped chunks included. */
-static size_t heap_in_use(void)
-{
-#if HAVE_MALLINFO2
-    struct mallinfo2 mi = mallinfo2();
-    return mi.uordblks + mi.hblkhd;
-#else
-    return 0;
-#endif
 }
 
 static struct event_base *base_new(void)
@@ -147,13 +107,13 @@ static struct event_base *base_new(void)
  * returns the ns slept, which the figure does not count. */
 static int64_t sleep_past_timeout(void)
 {
-    int64_t t0 = mono_ns();
+    int64_t t0 = bench_mono_ns();
     int64_t span = SHORT_TIMEOUT + PAST;
     struct timespec ts = {.tv_sec = (time_t)(span / 1000000000),
                           .tv_nsec = (long)(span % 1000000000)};
     while (nanosleep(&ts, &ts) != 0)
         continue; /* interrupted: sleep the rest */
-    return mono_ns() - t0;
+    return bench_mono_ns() - t0;
 }
 
 /* Runs the loop without sleeping until the callbacks have counted `want`
@@ -297,17 +257,17 @@ static void core_open(struct core_run *c)
     memset(c, 0, sizeof *c);
     c->rng = UINT64_C(0x9E3779B97F4A7C15);
     struct tide_limits l = TIDE_LIMITS(.size = HOT, .idle = HOT);
-    int rc = tide_pool_new(&l, NULL, mono_ns(), &c->pool);
+    int rc = tide_pool_new(&l, NULL, bench_mono_ns(), &c->pool);
     if (rc)
         die(tide_strerror(rc), rc);
     for (size_t j = 0; j < HOT; j++) {
-        struct tide_taken t = tide_pool_take(c->pool, mono_ns(), 0.5);
+        struct tide_taken t = tide_pool_take(c->pool, bench_mono_ns(), 0.5);
         if (t.answer != TIDE_MAKE ||
-            tide_pool_made(c->pool, &c->items[j], mono_ns()) != 0)
+            tide_pool_made(c->pool, &c->items[j], bench_mono_ns()) != 0)
             die("core: could not fill", t.answer);
     }
     for (size_t j = 0; j < HOT; j++)
-        if (tide_pool_give(c->pool, &c->items[j], mono_ns()) != 1)
+        if (tide_pool_give(c->pool, &c->items[j], bench_mono_ns()) != 1)
             die("core: give did not keep", 0);
 }
 
@@ -317,13 +277,13 @@ static uint64_t core_try_round(void *arg)
     uint64_t rng = c->rng;
     for (size_t j = 0; j < HOT; j++) {
         struct tide_taken t =
-            tide_pool_take(c->pool, mono_ns(), roll_next(&rng));
+            tide_pool_take(c->pool, bench_mono_ns(), bench_roll(&rng));
         if (t.answer != TIDE_READY)
             die("core: take did not answer READY", t.answer);
         c->held[j] = t.item;
     }
     for (size_t j = 0; j < HOT; j++)
-        if (tide_pool_give(c->pool, c->held[j], mono_ns()) != 1)
+        if (tide_pool_give(c->pool, c->held[j], bench_mono_ns()) != 1)
             die("core: give did not keep", 0);
     c->rng = rng;
     return HOT;
@@ -363,10 +323,10 @@ static uint64_t stack_try_round(void *arg)
 {
     struct stack *s = arg;
     for (size_t j = 0; j < HOT; j++)
-        if (!(s->held[j] = stack_pop(s, mono_ns())))
+        if (!(s->held[j] = stack_pop(s, bench_mono_ns())))
             die("stack: empty", 0);
     for (size_t j = 0; j < HOT; j++)
-        if (stack_push(s, s->held[j], mono_ns()) != 1)
+        if (stack_push(s, s->held[j], bench_mono_ns()) != 1)
             die("stack: full", 0);
     return HOT;
 }
@@ -377,7 +337,7 @@ static uint64_t clock_round(void *arg)
     int64_t *sink = arg;
     int64_t acc = 0;
     for (size_t j = 0; j < 2 * HOT; j++)
-        acc += mono_ns();
+        acc += bench_mono_ns();
     *sink += acc;
     return HOT;
 }
@@ -692,10 +652,10 @@ static double side_once(struct side *s, uint64_t rounds)
 {
     uint64_t ops = 0;
     int64_t p0 = s->paused ? *s->paused : 0;
-    int64_t t0 = mono_ns();
+    int64_t t0 = bench_mono_ns();
     for (uint64_t i = 0; i < rounds; i++)
         ops += s->round(s->arg);
-    int64_t t1 = mono_ns();
+    int64_t t1 = bench_mono_ns();
     int64_t slept = s->paused ? *s->paused - p0 : 0;
     return (double)(t1 - t0 - slept) / (double)ops;
 }
@@ -706,9 +666,9 @@ static void side_calibrate(struct side *s, double target)
 {
     uint64_t rounds = 1;
     for (;;) {
-        int64_t t0 = mono_ns();
+        int64_t t0 = bench_mono_ns();
         (void)side_once(s, rounds);
-        double took = (double)(mono_ns() - t0);
+        double took = (double)(bench_mono_ns() - t0);
         if (took >= target / 8 || rounds >= (UINT64_C(1) << 40)) {
             double want = (double)rounds * target / (took > 1.0 ? took : 1.0);
             s->rounds = want >= 1.0 ? (uint64_t)want : 1;
@@ -716,13 +676,6 @@ static void side_calibrate(struct side *s, double target)
         }
         rounds *= 2;
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Calibrates every side, then runs REPS repetitions of each, alternating. */
@@ -734,10 +687,7 @@ static void measure(struct side *sides, size_t n, double target)
         for (size_t k = 0; k < n; k++)
             sides[k].ns[i] = side_once(&sides[k], sides[k].rounds);
     for (size_t k = 0; k < n; k++) {
-        double s[REPS];
-        memcpy(s, sides[k].ns, sizeof s);
-        qsort(s, REPS, sizeof s[0], cmp_double);
-        sides[k].median = s[REPS / 2];
+        sides[k].median = bench_median(sides[k].ns, REPS);
     }
 }
 
@@ -909,18 +859,18 @@ static struct bytes bytes_measure(void)
         wq_open(&q[i], false);
     }
     for (size_t i = NCOUNTS; i-- > 0;) {
-        size_t before = heap_in_use();
+        size_t before = bench_heap_in_use();
         for (size_t k = 0; k < counts[i]; k++)
             if (tide_evpool_acquire(b[i].pool, 0, ignore_answer, NULL, NULL) !=
                 0)
                 die("bytes: acquire refused", (long long)k);
-        out.pool[i] = heap_in_use() - before;
+        out.pool[i] = bench_heap_in_use() - before;
     }
     for (size_t i = NCOUNTS; i-- > 0;) {
-        size_t before = heap_in_use();
+        size_t before = bench_heap_in_use();
         for (size_t k = 0; k < counts[i]; k++)
             wq_enqueue(&q[i], false);
-        out.rec[i] = heap_in_use() - before;
+        out.rec[i] = bench_heap_in_use() - before;
     }
     for (size_t i = 0; i < NCOUNTS; i++) {
         bpool_close(&b[i]); /* waiters dropped without callbacks */
@@ -1014,7 +964,7 @@ int main(int argc, char **argv)
         }
     }
     struct bytes b = bytes_measure(); /* first: see above */
-    int64_t t0 = mono_ns();
+    int64_t t0 = bench_mono_ns();
     struct event_base *probe = base_new();
     printf("tidepool evloop bench (libevent %s, %s): median of %d; each "
            "figure beside\nbaselines measured in the same run, repetitions "
@@ -1031,6 +981,6 @@ int main(int argc, char **argv)
            "served x%.2f, timed out x%.2f (goal <= x%.1f), %.1f B a waiter; "
            "%.1f s\n",
            try_ns, TRY_GOAL, cycle_ns, CYCLE_GOAL, served, expired, FLAT_GOAL,
-           bytes, (double)(mono_ns() - t0) / 1e9);
+           bytes, (double)(bench_mono_ns() - t0) / 1e9);
     return 0;
 }

@@ -88,6 +88,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -123,38 +124,11 @@ static const char request[REQ_BYTES] =
 
 /* ---- plumbing ---- */
 
-static int64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
-}
-
-static int64_t mono_ns(void)
-{
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
 static void die(const char *what, const char *detail)
 {
     fprintf(stderr, "bench_tls: %s%s%s\n", what, detail ? ": " : "",
             detail ? detail : "");
     exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v)
-{
-    double s[REPS];
-    memcpy(s, v, sizeof s);
-    qsort(s, REPS, sizeof s[0], cmp_double);
-    return s[REPS / 2];
 }
 
 static void set_nodelay(evutil_socket_t fd)
@@ -651,9 +625,9 @@ static uint64_t calibrate(struct side *s, double target)
 {
     uint64_t want = 2 * INFLIGHT;
     for (;;) {
-        int64_t t0 = mono_ns();
+        int64_t t0 = bench_mono_ns();
         side_round(s, want);
-        double took = (double)(mono_ns() - t0);
+        double took = (double)(bench_mono_ns() - t0);
         if (took >= target / 8) {
             double n = (double)want * target / took;
             return n >= INFLIGHT ? (uint64_t)n : INFLIGHT;
@@ -675,24 +649,24 @@ static void measure(struct side **sides, size_t n, const struct server *srv,
     for (int i = 0; i < REPS; i++) {
         for (size_t k = 0; k < n; k++) {
             struct side *s = sides[k];
-            int64_t w0 = mono_ns();
-            int64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-            int64_t s0 = clock_ns(srv->cpu);
+            int64_t w0 = bench_mono_ns();
+            int64_t c0 = bench_clock(CLOCK_THREAD_CPUTIME_ID);
+            int64_t s0 = bench_clock(srv->cpu);
             side_round(s, s->per_rep);
             double r = (double)s->per_rep;
-            s->wall[i] = (double)(mono_ns() - w0) / r;
+            s->wall[i] = (double)(bench_mono_ns() - w0) / r;
             s->client_cpu[i] =
-                (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / r;
-            s->server_cpu[i] = (double)(clock_ns(srv->cpu) - s0) / r;
+                (double)(bench_clock(CLOCK_THREAD_CPUTIME_ID) - c0) / r;
+            s->server_cpu[i] = (double)(bench_clock(srv->cpu) - s0) / r;
             s->requests += s->per_rep;
         }
     }
     for (size_t k = 0; k < n; k++) {
         struct side *s = sides[k];
         s->conns = s->made(s) - s->conns;
-        s->m_wall = median(s->wall);
-        s->m_client = median(s->client_cpu);
-        s->m_server = median(s->server_cpu);
+        s->m_wall = bench_median(s->wall, REPS);
+        s->m_client = bench_median(s->client_cpu, REPS);
+        s->m_server = bench_median(s->server_cpu, REPS);
     }
 }
 
@@ -747,7 +721,7 @@ int main(int argc, char **argv)
         }
     }
     signal(SIGPIPE, SIG_IGN);
-    int64_t t0 = mono_ns();
+    int64_t t0 = bench_mono_ns();
 
     struct pki pki;
     if (!pki_make(&pki))
@@ -853,7 +827,7 @@ int main(int argc, char **argv)
     printf("\nserver: %d TLS handshakes (%d resumed), %d TCP connections; "
            "%.1f s\n",
            srv.tls.handshakes, srv.tls.resumptions, srv.tcp.accepted,
-           (double)(mono_ns() - t0) / 1e9);
+           (double)(bench_mono_ns() - t0) / 1e9);
     free(ca_pem);
     pki_free(&pki);
     return 0;
