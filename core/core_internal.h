@@ -180,7 +180,6 @@ struct tide_shedder {
     double ceiling; /* resources in flight allowed now */
     int64_t room;   /* floor(ceiling): in_flight + 1 <= ceiling is exactly
                        in_flight < room, an integer compare */
-    int64_t in_flight;
     int64_t lag;
     int64_t lag_at;
     bool has_lag;
@@ -194,9 +193,11 @@ void tide__shedder_init(struct tide_shedder *s,
                         int64_t size);
 /* The shedder's per-loan steps are inline: the pool runs them on every
  * take and give, and each is a handful of instructions. */
-static inline bool tide__shedder_admit(const struct tide_shedder *s)
+/* in_flight: resources lent or being made now (the pool counts them). */
+static inline bool tide__shedder_admit(const struct tide_shedder *s,
+                                       int64_t in_flight)
 {
-    return s->in_flight < s->room;
+    return in_flight < s->room;
 }
 
 /* Sets the ceiling; it is at least the floor (>= 1) and at most the size. */
@@ -204,11 +205,6 @@ static inline void tide__shedder_set(struct tide_shedder *s, double ceiling)
 {
     s->ceiling = ceiling;
     s->room = (int64_t)ceiling;
-}
-
-static inline void tide__shedder_issue(struct tide_shedder *s)
-{
-    s->in_flight++;
 }
 
 /* Cuts the ceiling from `from` by the decrease, not below the floor. */
@@ -222,8 +218,6 @@ static inline void tide__shedder_cut(struct tide_shedder *s, double from)
 static inline void tide__shedder_settle(struct tide_shedder *s, int64_t since,
                                         int64_t now)
 {
-    if (s->in_flight > 0)
-        s->in_flight--;
     bool lagging = s->has_lag && s->lag > s->lag_target &&
                    tide__elapsed(s->lag_at, now) < s->hold;
     bool overran = s->loan_target != TIDE_FOREVER &&
@@ -235,6 +229,7 @@ static inline void tide__shedder_settle(struct tide_shedder *s, int64_t since,
                                                        : s->max);
 }
 
-void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag);
+void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag,
+                        int64_t in_flight);
 
 #endif /* TIDEPOOL_CORE_INTERNAL_H */

@@ -50,6 +50,7 @@ struct tide_pool {
     struct list reserved; /* head: oldest reservation */
     int64_t idle_count;
     int64_t busy_count; /* lent, held and reserved */
+    int64_t held_count; /* of those, held: no shedder ticket */
     struct tide__itemmap map;
     bool closed;
 
@@ -299,6 +300,13 @@ static int64_t live(const struct tide_pool *p)
     return p->idle_count + p->busy_count;
 }
 
+/* Lent and being made: the shedder's tickets, counted from the pool's own
+ * books rather than kept twice. */
+static int64_t in_flight(const struct tide_pool *p)
+{
+    return p->busy_count - p->held_count;
+}
+
 static bool expired(const struct tide_pool *p, const struct slot *s,
                     int64_t now)
 {
@@ -335,8 +343,6 @@ static struct tide_taken lend(struct tide_pool *p, int64_t now)
     s->next = NIL;
     s->since = now;
     p->busy_count++;
-    if (p->has_shedder)
-        tide__shedder_issue(&p->shedder);
     return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
 }
 
@@ -365,8 +371,6 @@ static struct tide_taken reserve_slot(struct tide_pool *p, int64_t now,
     s->since = now;
     queue_push(p, &p->reserved, i);
     p->busy_count++;
-    if (p->has_shedder)
-        tide__shedder_issue(&p->shedder);
     return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
 }
 
@@ -416,7 +420,7 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
 {
     if (live(p) >= p->limits.size)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
-    if (p->has_shedder && !tide__shedder_admit(&p->shedder))
+    if (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p)))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
     double level = 0.0;
     if (!guards_open(p, now, &level))
@@ -439,7 +443,7 @@ TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
         /* A stale one is handed back even while shedding: closing it is
          * the cleanup a loaded host wants, and it lends nothing. */
         if (p->has_shedder && !expired(p, &p->slots[p->idle.head], now) &&
-            !tide__shedder_admit(&p->shedder))
+            !tide__shedder_admit(&p->shedder, in_flight(p)))
             return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
         return lend_idle(p, now);
     }
@@ -460,7 +464,7 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
     if (i == NIL)
         return take_new(p, now, roll);
     if (expired(p, &p->slots[i], now) ||
-        (p->has_shedder && !tide__shedder_admit(&p->shedder)))
+        (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p))))
         return take_slow(p, now, roll);
     return lend(p, now);
 }
@@ -491,6 +495,7 @@ int tide_pool_hold(struct tide_pool *p, void *item)
     s->prev = LENT;
     s->next = HELD;
     p->busy_count++;
+    p->held_count++;
     return 0;
 }
 
@@ -607,7 +612,9 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
 {
     p->busy_count--;
-    if (p->has_shedder && s->next != HELD)
+    if (s->next == HELD)
+        p->held_count--;
+    else if (p->has_shedder)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
 
@@ -739,7 +746,7 @@ struct tide_breaker *tide_pool_breaker(struct tide_pool *p)
 void tide_pool_overload(struct tide_pool *p, int64_t now, int64_t lag)
 {
     if (p->has_shedder)
-        tide__shedder_feed(&p->shedder, now, lag);
+        tide__shedder_feed(&p->shedder, now, lag, in_flight(p));
 }
 
 struct tide_limits tide_pool_limits(const struct tide_pool *p)

@@ -39,19 +39,19 @@ void tide__shedder_init(struct tide_shedder *s,
     s->max = size == TIDE_UNLIMITED ? NO_CEILING : (double)size;
     s->floor = (double)o->floor < s->max ? (double)o->floor : s->max;
     tide__shedder_set(s, s->max);
-    s->in_flight = 0;
     s->lag = 0;
     s->lag_at = 0;
     s->has_lag = false;
 }
 
-void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag)
+void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag,
+                        int64_t in_flight)
 {
     s->lag = lag;
     s->lag_at = now;
     s->has_lag = true;
     if (lag > s->lag_target) {
-        double busy = (double)s->in_flight;
+        double busy = (double)in_flight;
         tide__shedder_cut(s, busy < s->ceiling ? busy : s->ceiling);
     }
 }
