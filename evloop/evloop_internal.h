@@ -24,6 +24,7 @@
 #include <tidepool/evloop.h>
 
 #include "itemmap.h"
+#include "list.h"
 
 /* ---- resources ---- */
 
@@ -71,11 +72,7 @@ struct tide_acquire {
     char *message; /* owned copy behind why.message, or NULL */
 };
 
-struct waiter_list {
-    struct tide_acquire *head;
-    struct tide_acquire *tail;
-    int64_t count;
-};
+struct waiter_list TIDE__LIST_OF(struct tide_acquire);
 
 /* ---- makes and checks ---- */
 
@@ -176,8 +173,8 @@ struct tide_evpool {
     int n_common;
 
     /* makes and checks in progress */
-    struct tide_make *makes;
-    struct tide_check *checks;
+    struct make_list TIDE__LIST_OF(struct tide_make) makes;
+    struct check_list TIDE__LIST_OF(struct tide_check) checks;
     int64_t makes_for_waiters;
     int64_t makes_pending; /* answered by neither the factory nor a timeout */
     int64_t topup_after;   /* no top-up make before this (after a failure) */

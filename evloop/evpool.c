@@ -186,7 +186,7 @@ void tide__evpool_check_closed(struct tide_evpool *p)
 {
     if (!p->closing || p->close_done)
         return;
-    if (tide_pool_live(p->core) > 0 || p->makes_pending > 0 || p->checks ||
+    if (tide_pool_live(p->core) > 0 || p->makes_pending > 0 || p->checks.head ||
         p->queued.count > 0 || p->ready.count > 0)
         return;
     p->close_done = true;

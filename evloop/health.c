@@ -6,17 +6,6 @@
 
 #include "evloop_internal.h"
 
-static void check_unlink(struct tide_evpool *p, struct tide_check *t)
-{
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        p->checks = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    t->prev = t->next = NULL;
-}
-
 static void start_check(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
@@ -32,10 +21,7 @@ static void start_check(struct tide_evpool *p, uint32_t i)
     t->resource = c->resource;
     t->destroy = p->factory.destroy;
     t->destroy_arg = p->factory.arg;
-    t->next = p->checks;
-    if (p->checks)
-        p->checks->prev = t;
-    p->checks = t;
+    TIDE__LIST_APPEND(&p->checks, t);
     /* may answer at once: t is not touched after */
     p->factory.check(p, t, c->resource, p->factory.arg);
 }
@@ -57,7 +43,7 @@ void tide_evpool_checked(struct tide_check *t, bool ok)
         free(t);
         return;
     }
-    check_unlink(p, t);
+    TIDE__LIST_UNLINK(&p->checks, t);
     uint32_t i = tide__conn_find(p, t->resource);
     free(t);
     tide__evpool_clock(p);
@@ -75,9 +61,9 @@ void tide_evpool_checked(struct tide_check *t, bool ok)
 
 void tide__checks_orphan_all(struct tide_evpool *p)
 {
-    while (p->checks) {
-        struct tide_check *t = p->checks;
-        check_unlink(p, t);
+    while (p->checks.head) {
+        struct tide_check *t = p->checks.head;
+        TIDE__LIST_UNLINK(&p->checks, t);
         tide__conn_remove(p, tide__conn_find(p, t->resource));
         t->pool = NULL;
     }

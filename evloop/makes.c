@@ -8,26 +8,6 @@
 
 #include "evloop_internal.h"
 
-static void token_link(struct tide_evpool *p, struct tide_make *t)
-{
-    t->prev = NULL;
-    t->next = p->makes;
-    if (p->makes)
-        p->makes->prev = t;
-    p->makes = t;
-}
-
-static void token_unlink(struct tide_evpool *p, struct tide_make *t)
-{
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        p->makes = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    t->prev = t->next = NULL;
-}
-
 static void remember_error(struct tide_evpool *p, int code, const char *message)
 {
     p->make_error = code;
@@ -102,7 +82,7 @@ void tide__make_start(struct tide_evpool *p, bool for_waiter)
     t->for_waiter = for_waiter;
     t->destroy = p->factory.destroy;
     t->destroy_arg = p->factory.arg;
-    token_link(p, t);
+    TIDE__LIST_APPEND(&p->makes, t);
     p->makes_pending++;
     if (for_waiter)
         p->makes_for_waiters++;
@@ -132,7 +112,7 @@ static struct tide_evpool *token_done(struct tide_make *t)
     struct tide_evpool *p = t->pool;
     if (p) {
         event_del(&t->timer);
-        token_unlink(p, t);
+        TIDE__LIST_UNLINK(&p->makes, t);
     }
     return p && !t->abandoned ? p : NULL;
 }
@@ -204,7 +184,7 @@ struct tide_evpool *tide_make_pool(const struct tide_make *t)
 void tide__makes_cancel_all(struct tide_evpool *p)
 {
     /* cancel may answer (and free) the token: walk from a saved next */
-    for (struct tide_make *t = p->makes, *next; t; t = next) {
+    for (struct tide_make *t = p->makes.head, *next; t; t = next) {
         next = t->next;
         cancel_once(p, t);
     }
@@ -212,10 +192,10 @@ void tide__makes_cancel_all(struct tide_evpool *p)
 
 void tide__makes_orphan_all(struct tide_evpool *p)
 {
-    while (p->makes) {
-        struct tide_make *t = p->makes;
+    while (p->makes.head) {
+        struct tide_make *t = p->makes.head;
         event_del(&t->timer);
-        token_unlink(p, t);
+        TIDE__LIST_UNLINK(&p->makes, t);
         t->pool = NULL;
         cancel_once(p, t); /* may free t */
     }

@@ -9,32 +9,6 @@
 
 #include "evloop_internal.h"
 
-static void list_append(struct waiter_list *l, struct tide_acquire *w)
-{
-    w->next = NULL;
-    w->prev = l->tail;
-    if (l->tail)
-        l->tail->next = w;
-    else
-        l->head = w;
-    l->tail = w;
-    l->count++;
-}
-
-static void list_unlink(struct waiter_list *l, struct tide_acquire *w)
-{
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        l->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        l->tail = w->prev;
-    w->prev = w->next = NULL;
-    l->count--;
-}
-
 static void waiter_free(struct tide_acquire *w)
 {
     if (w->timer_armed)
@@ -72,7 +46,7 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
                          int status, void *resource, enum tide_guard guard,
                          int64_t retry_after, const char *message)
 {
-    list_unlink(&p->queued, w);
+    TIDE__LIST_UNLINK(&p->queued, w);
     if (w->timer_armed) {
         event_del(&w->timer);
         w->timer_armed = false;
@@ -90,7 +64,7 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
             memcpy(w->message, message, n);
     }
     w->why.message = w->message ? w->message : tide_strerror(status);
-    list_append(&p->ready, w);
+    TIDE__LIST_APPEND(&p->ready, w);
     tide__serve_schedule(p); /* the pump delivers it, from the loop */
 }
 
@@ -100,7 +74,7 @@ void tide__waiters_deliver(struct tide_evpool *p)
 {
     while (p->ready.head && !p->free_pending) {
         struct tide_acquire *w = p->ready.head;
-        list_unlink(&p->ready, w);
+        TIDE__LIST_UNLINK(&p->ready, w);
         if (w->status == 0)
             tide__waits_add(&p->waits, p->now - w->start);
         if (w->cb)
@@ -154,7 +128,7 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
         event_add(&w->timer, timeout_tv(p, span, &plain));
         w->timer_armed = true;
     }
-    list_append(&p->queued, w);
+    TIDE__LIST_APPEND(&p->queued, w);
     tide__serve_schedule(p);
     if (handle)
         *handle = w;
@@ -173,7 +147,7 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
             tide__serve_schedule(p);
             return;
         }
-        list_unlink(&p->queued, w);
+        TIDE__LIST_UNLINK(&p->queued, w);
         waiter_free(w);
         tide__serve_schedule(p); /* a make it counted on passes on */
         return;
@@ -182,7 +156,7 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
      * (to the next waiter, through the pool) as if it had never been lent:
      * the caller never saw it, so it is no loan for retire_after and no
      * release for reusable() to judge */
-    list_unlink(&p->ready, w);
+    TIDE__LIST_UNLINK(&p->ready, w);
     if (w->status == 0 && w->resource) {
         tide__evpool_clock(p);
         tide__loan_undo(p, tide__conn_find(p, w->resource));
@@ -191,7 +165,7 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
         w->status = TIDE_ECANCELLED;
         w->resource = NULL;
         w->why.message = tide_strerror(TIDE_ECANCELLED);
-        list_append(&p->ready, w);
+        TIDE__LIST_APPEND(&p->ready, w);
         tide__serve_schedule(p);
         return;
     }
@@ -223,12 +197,12 @@ void tide__waiters_free_all(struct tide_evpool *p)
 {
     while (p->queued.head) {
         struct tide_acquire *w = p->queued.head;
-        list_unlink(&p->queued, w);
+        TIDE__LIST_UNLINK(&p->queued, w);
         waiter_free(w);
     }
     while (p->ready.head) {
         struct tide_acquire *w = p->ready.head;
-        list_unlink(&p->ready, w);
+        TIDE__LIST_UNLINK(&p->ready, w);
         if (w->status == 0 && w->resource) {
             uint32_t i = tide__conn_find(p, w->resource);
             if (i != CONN_NONE)
