@@ -130,6 +130,8 @@ struct counters {
 /* A timer that is armed only while there is work for it. */
 struct upkeep_timer {
     struct event ev;
+    struct tide_evpool *pool;
+    void (*work)(struct tide_evpool *p); /* what it does when it fires */
     bool armed;
     int64_t period;
     int64_t due; /* lag probe: when it should have fired */

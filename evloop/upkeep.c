@@ -71,57 +71,42 @@ static void scan_leaks(struct tide_evpool *p)
     }
 }
 
-static void on_evict(evutil_socket_t fd, short what, void *arg)
+static void evict_work(struct tide_evpool *p)
 {
-    (void)fd;
-    (void)what;
-    struct tide_evpool *p = arg;
-    p->evict.armed = false;
-    tide__evpool_enter(p);
     if (p->evicting)
         destroy_evicted(p);
     tide__topup(p);
-    tide__upkeep_sync(p);
-    tide__evpool_leave(p);
 }
 
-static void on_health(evutil_socket_t fd, short what, void *arg)
+static void lag_work(struct tide_evpool *p)
+{
+    /* how late the loop ran this timer: the host's overload signal */
+    int64_t lag = p->now > p->lag.due ? p->now - p->lag.due : 0;
+    tide_pool_overload(p->core, p->now, lag);
+}
+
+/* Every upkeep timer fires here: its work, then each timer armed or
+ * stopped by whether work is left (unless the work freed the pool). */
+static void on_upkeep(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    struct tide_evpool *p = arg;
-    p->health.armed = false;
+    struct upkeep_timer *t = arg;
+    struct tide_evpool *p = t->pool;
+    t->armed = false;
     tide__evpool_enter(p);
-    tide__health_round(p);
-    tide__upkeep_sync(p);
-    tide__evpool_leave(p);
-}
-
-static void on_leak(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct tide_evpool *p = arg;
-    p->leak.armed = false;
-    tide__evpool_enter(p);
-    scan_leaks(p);
+    t->work(p);
     if (!p->free_pending)
         tide__upkeep_sync(p);
     tide__evpool_leave(p);
 }
 
-static void on_lag(evutil_socket_t fd, short what, void *arg)
+static void timer_init(struct tide_evpool *p, struct upkeep_timer *t,
+                       void (*work)(struct tide_evpool *p))
 {
-    (void)fd;
-    (void)what;
-    struct tide_evpool *p = arg;
-    p->lag.armed = false;
-    tide__evpool_enter(p);
-    /* how late the loop ran this timer: the host's overload signal */
-    int64_t lag = p->now > p->lag.due ? p->now - p->lag.due : 0;
-    tide_pool_overload(p->core, p->now, lag);
-    tide__upkeep_sync(p);
-    tide__evpool_leave(p);
+    t->pool = p;
+    t->work = work;
+    event_assign(&t->ev, p->base, -1, 0, on_upkeep, t);
 }
 
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
@@ -142,10 +127,10 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                          : period > TIDE_SEC(1) ? TIDE_SEC(1)
                                                 : period;
     }
-    event_assign(&p->evict.ev, p->base, -1, 0, on_evict, p);
-    event_assign(&p->health.ev, p->base, -1, 0, on_health, p);
-    event_assign(&p->leak.ev, p->base, -1, 0, on_leak, p);
-    event_assign(&p->lag.ev, p->base, -1, 0, on_lag, p);
+    timer_init(p, &p->evict, evict_work);
+    timer_init(p, &p->health, tide__health_round);
+    timer_init(p, &p->leak, scan_leaks);
+    timer_init(p, &p->lag, lag_work);
 }
 
 /* Arms t when it has work and is not armed yet (an armed one keeps its
