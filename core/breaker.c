@@ -102,6 +102,7 @@ static void clear_history(struct tide_breaker *b)
     memset(b->fails, 0, sizeof b->fails);
     b->total_accepts = 0;
     b->total_fails = 0;
+    b->pending = 0;
     b->started = false;
     b->head_from = INT64_MAX;
     b->head_until = INT64_MIN;
@@ -123,22 +124,37 @@ static void note_head(struct tide_breaker *b, int64_t now)
 static void quiet(struct tide_breaker *b)
 {
     bool open = !b->strategy && b->state == TIDE_BREAKER_ACTIVE;
-    if (open && b->policy != TIDE_BREAKER_ADAPTIVE) {
-        b->quiet_from = INT64_MIN;
-        b->quiet_until = INT64_MAX;
-    } else if (open && b->total_fails == 0) {
+    bool calm = b->policy == TIDE_BREAKER_ADAPTIVE ? b->total_fails == 0
+                                                   : b->failures == 0;
+    if (!open || !calm) {
+        b->quiet_from = INT64_MAX;
+        b->quiet_until = INT64_MIN;
+    } else if (b->policy == TIDE_BREAKER_ADAPTIVE) {
         b->quiet_from = b->head_from; /* empty until started */
         b->quiet_until = b->head_until;
     } else {
-        b->quiet_from = INT64_MAX;
-        b->quiet_until = INT64_MIN;
+        b->quiet_from = INT64_MIN;
+        b->quiet_until = INT64_MAX;
     }
+}
+
+/* Adds the pending successes to the head bucket, up to its saturation. */
+static void settle_pending(struct tide_breaker *b)
+{
+    size_t at = (size_t)((uint64_t)b->head % TIDE__RING);
+    uint64_t room = UINT32_MAX - ((uint64_t)b->accepts[at] + b->fails[at]);
+    uint64_t add = b->pending < room ? b->pending : room;
+    b->accepts[at] += (uint32_t)add;
+    b->total_accepts += add;
+    b->pending = 0;
 }
 
 /* Moves the window to now: buckets older than the window fall out. A clock
  * that goes back counts into the newest bucket. Returns the newest slot. */
 static size_t slide(struct tide_breaker *b, int64_t now)
 {
+    if (b->pending)
+        settle_pending(b);
     if (now >= b->head_from && now <= b->head_until)
         return (size_t)((uint64_t)b->head % TIDE__RING);
     int64_t tick = floor_div(now, b->width);

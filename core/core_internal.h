@@ -112,9 +112,15 @@ struct tide_breaker {
      * and ADAPTIVE's head tick holding now with no refused or failed
      * attempt in the window (then the refusal is 0, k being >= 1). Empty
      * otherwise. Every function of breaker.c that changes the breaker sets
-     * it on the way out, so the pool's inline fast path reads one range. */
+     * it on the way out, so the pool's inline fast path reads one range.
+     * STRIKES is quiet while ACTIVE with no failure in a row. */
     int64_t quiet_from;
     int64_t quiet_until;
+    /* Successes counted inside the quiet range and not yet in the ring:
+     * all fall in the head tick, and slide() adds them there before the
+     * window moves or is read. A success in the fast path is then one
+     * increment. Unread under STRIKES. */
+    uint64_t pending;
     /* Per bucket, the attempts let through and made, and the rest (refused
      * or failed): attempts are their sum. Counted apart, a success touches
      * one count a bucket instead of two. A bucket stops counting at
@@ -153,21 +159,14 @@ static inline bool tide__breaker_admit(struct tide_breaker *b, int64_t now,
     return tide__breaker_admits(b, now) || tide__breaker_decide(b, now, roll);
 }
 
-/* tide_breaker_success. Counting a success leaves the failures at 0, so the
- * quiet range stays right. */
+/* tide_breaker_success. Inside the quiet range a success changes nothing
+ * but a count: no state to leave, no failure in a row to reset. */
 static inline void tide__breaker_success(struct tide_breaker *b, int64_t now)
 {
-    if (!tide__breaker_admits(b, now)) {
+    if (tide__breaker_admits(b, now))
+        b->pending++;
+    else
         tide_breaker_success(b, now);
-    } else if (b->policy != TIDE_BREAKER_ADAPTIVE) {
-        b->failures = 0;
-    } else {
-        size_t at = (size_t)((uint64_t)b->head % TIDE__RING);
-        if (b->accepts[at] == UINT32_MAX) /* quiet: no fails to add */
-            return; /* saturated: the share is settled by then */
-        b->accepts[at]++;
-        b->total_accepts++;
-    }
 }
 
 struct tide_shedder {

@@ -502,6 +502,52 @@ START_TEST(adaptive_breaker_refuses_makes_after_failures)
 }
 END_TEST
 
+/* Successes made through the pool count in the breaker's share as those
+ * reported to it directly do. */
+START_TEST(adaptive_breaker_counts_successes_made_through_the_pool)
+{
+    struct tide_breaker_options bo = {.k = 2};
+    struct tide_ward w = {.breaker = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 64), &w);
+    for (int i = 0; i < 10; i++)
+        make_one(p, &res[i], 0);
+    ck_assert_double_eq(tide_pool_refusal(p, 0), 0.0);
+    /* 30 failed: p = (40 - 2 x 10) / 41 */
+    for (int i = 0; i < 30; i++) {
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.999).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    }
+    ck_assert_double_eq_tol(tide_pool_refusal(p, 0), 20.0 / 41.0, 1e-12);
+    /* and they slide out of the window with their tick */
+    ck_assert_double_eq(tide_pool_refusal(p, TIDE_MIN(3)), 0.0);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(strikes_breaker_forgives_failures_after_a_make)
+{
+    struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
+                                      .strikes = 3};
+    struct tide_ward w = {.breaker = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    struct tide_breaker *b = tide_pool_breaker(p);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+            ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+        }
+        ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_ACTIVE);
+        make_one(p, &res[round], 0); /* two in a row, then one made */
+    }
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    }
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_INACTIVE);
+    tide_pool_free(p);
+}
+END_TEST
+
 START_TEST(recovering_admits_bounded_probes)
 {
     struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
@@ -654,6 +700,8 @@ static Suite *pool_suite(void)
     tc = tcase_create("ward");
     tcase_add_test(tc, inactive_breaker_sheds_even_with_idle);
     tcase_add_test(tc, adaptive_breaker_refuses_makes_after_failures);
+    tcase_add_test(tc, adaptive_breaker_counts_successes_made_through_the_pool);
+    tcase_add_test(tc, strikes_breaker_forgives_failures_after_a_make);
     tcase_add_test(tc, recovering_admits_bounded_probes);
     tcase_add_test(tc, backoff_holds_makes_after_a_failure);
     tcase_add_test(tc, bucket_spaces_makes_out);
