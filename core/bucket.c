@@ -27,6 +27,21 @@ void tide__bucket_init(struct tide_bucket *b,
     b->burst = o->burst;
     b->tokens = o->burst;
     b->stamp = now;
+    b->full_from = now;
+    b->ns_per_token = 1e9 / o->rate;
+    b->token_ns = tide__bucket_full_from(b, 0, 1.0);
+}
+
+/* Rounded up, and one ns more for the rounding of the level's arithmetic:
+ * the shortcut must not find a bucket full before the arithmetic would. */
+int64_t tide__bucket_full_from(const struct tide_bucket *b, int64_t at,
+                               double deficit)
+{
+    double wait = deficit * b->ns_per_token;
+    if (!(wait < 0x1p62)) /* a rate so slow the wait has no int64_t */
+        return TIDE_FOREVER;
+    int64_t ns = (int64_t)wait;
+    return tide__later(at, ns + 1 + ((double)ns < wait));
 }
 
 int tide_bucket_new(const struct tide_bucket_options *o, int64_t now,
@@ -58,7 +73,7 @@ bool tide_bucket_take(struct tide_bucket *b, int64_t now)
     tide__bucket_refill(b, now);
     if (b->tokens < 1.0)
         return false;
-    b->tokens -= 1.0;
+    tide__bucket_spend(b, now, b->tokens);
     return true;
 }
 

@@ -47,12 +47,24 @@ struct tide_bucket {
     double burst;
     double tokens; /* at `stamp` */
     int64_t stamp;
+    /* From this clock value on the bucket is surely full: its level is
+     * burst with no arithmetic. A bucket that refills between requests,
+     * as one sized above its load does, then costs integer compares
+     * only. Never earlier than the true moment; may be a little later,
+     * when the level is worked out in full instead. */
+    int64_t full_from;
+    int64_t token_ns; /* ns a spent token takes to come back, rounded up */
+    double ns_per_token;
 };
 
 struct tide_bucket_options tide__bucket_resolve(struct tide_bucket_options o);
 int tide__bucket_check(const struct tide_bucket_options *o);
 void tide__bucket_init(struct tide_bucket *b,
                        const struct tide_bucket_options *resolved, int64_t now);
+/* The clock value from which a bucket `deficit` tokens short at `at` is
+ * full. */
+int64_t tide__bucket_full_from(const struct tide_bucket *b, int64_t at,
+                               double deficit);
 
 /* The tokens there at now: those at the last look and what accrued since,
  * up to burst. A clock that goes back earns nothing rather than taking
@@ -61,13 +73,16 @@ void tide__bucket_init(struct tide_bucket *b,
 static inline double tide__bucket_level(const struct tide_bucket *b,
                                         int64_t now)
 {
+    if (now >= b->full_from)
+        return b->burst;
     if (now <= b->stamp)
         return b->tokens;
     double t = b->tokens + (double)tide__elapsed(b->stamp, now) * b->rate;
     return t < b->burst ? t : b->burst;
 }
 
-/* Brings the bucket to now. */
+/* Brings the bucket to now. The way to full does not change, so neither
+ * does full_from. */
 static inline void tide__bucket_refill(struct tide_bucket *b, int64_t now)
 {
     b->tokens = tide__bucket_level(b, now);
@@ -75,14 +90,27 @@ static inline void tide__bucket_refill(struct tide_bucket *b, int64_t now)
         b->stamp = now;
 }
 
-/* Takes a token from a bucket whose level at now is `level`, at least 1:
- * the refill and the take in one store, the level kept in a register. */
+/* Takes a token from a bucket full at now: all integer. */
+static inline void tide__bucket_spend_full(struct tide_bucket *b, int64_t now)
+{
+    if (now > b->stamp)
+        b->stamp = now;
+    b->tokens = b->burst - 1.0;
+    b->full_from = tide__later(b->stamp, b->token_ns);
+}
+
+/* Takes a token from a bucket whose level at now is `level`, at least 1. */
 static inline void tide__bucket_spend(struct tide_bucket *b, int64_t now,
                                       double level)
 {
-    b->tokens = level - 1.0;
+    if (level >= b->burst) {
+        tide__bucket_spend_full(b, now);
+        return;
+    }
     if (now > b->stamp)
         b->stamp = now;
+    b->tokens = level - 1.0;
+    b->full_from = tide__bucket_full_from(b, b->stamp, b->burst - b->tokens);
 }
 
 #define TIDE__RING 16

@@ -394,22 +394,20 @@ TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
     if (p->has_breaker && !tide__breaker_admit(&p->breaker, now, &roll))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
     if (p->has_bucket)
-        p->bucket.tokens -= 1.0; /* refilled at now above, and one is there */
+        tide__bucket_spend(&p->bucket, now, p->bucket.tokens); /* refilled */
     return reserve_slot(p, now, roll);
 }
 
 /* Whether reserve would let a make through at once, with nothing to
  * record, asked without side effects: a "no" leaves reserve to decide from
- * the start. *level: the bucket's tokens at now. */
-static bool guards_open(const struct tide_pool *p, int64_t now, double *level)
+ * the start. A bucket must be full, so its token is taken with no
+ * arithmetic; one that is not goes the long way. */
+static bool guards_open(const struct tide_pool *p, int64_t now)
 {
     if (p->has_backoff && now < p->backoff_until)
         return false;
-    if (p->has_bucket) {
-        *level = tide__bucket_level(&p->bucket, now);
-        if (*level < 1.0)
-            return false;
-    }
+    if (p->has_bucket && now < p->bucket.full_from)
+        return false;
     return p->free_head != NIL &&
            (!p->has_breaker || tide__breaker_admits(&p->breaker, now));
 }
@@ -422,11 +420,10 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     if (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p)))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
-    double level = 0.0;
-    if (!guards_open(p, now, &level))
+    if (!guards_open(p, now))
         return reserve(p, now, roll);
     if (p->has_bucket)
-        tide__bucket_spend(&p->bucket, now, level);
+        tide__bucket_spend_full(&p->bucket, now);
     return reserve_slot(p, now, roll);
 }
 
