@@ -210,6 +210,10 @@ struct tide_shedder {
     int64_t lag;
     int64_t lag_at;
     bool has_lag;
+    /* A settle after this clock value changes nothing: the ceiling is at
+     * the size, no loan target is set, and no lag sample holds then. So
+     * the usual settle is one compare. INT64_MAX: every settle looks. */
+    int64_t steady_after;
 };
 
 struct tide_shedder_options
@@ -219,7 +223,7 @@ void tide__shedder_init(struct tide_shedder *s,
                         const struct tide_shedder_options *resolved,
                         int64_t size);
 /* The shedder's per-loan steps are inline: the pool runs them on every
- * take and give, and each is a handful of instructions. */
+ * take and give. */
 /* in_flight: resources lent or being made now (the pool counts them). */
 static inline bool tide__shedder_admit(const struct tide_shedder *s,
                                        int64_t in_flight)
@@ -227,33 +231,15 @@ static inline bool tide__shedder_admit(const struct tide_shedder *s,
     return in_flight < s->room;
 }
 
-/* Sets the ceiling; it is at least the floor (>= 1) and at most the size. */
-static inline void tide__shedder_set(struct tide_shedder *s, double ceiling)
-{
-    s->ceiling = ceiling;
-    s->room = (int64_t)ceiling;
-}
+/* A ticket issued at `since` settles at now: the policy in core.h. */
+void tide__shedder_settle_from(struct tide_shedder *s, int64_t since,
+                               int64_t now);
 
-/* Cuts the ceiling from `from` by the decrease, not below the floor. */
-static inline void tide__shedder_cut(struct tide_shedder *s, double from)
-{
-    double c = from * s->decrease;
-    tide__shedder_set(s, c > s->floor ? c : s->floor);
-}
-
-/* A ticket issued at `since` settles at now. */
 static inline void tide__shedder_settle(struct tide_shedder *s, int64_t since,
                                         int64_t now)
 {
-    bool lagging = s->has_lag && s->lag > s->lag_target &&
-                   tide__elapsed(s->lag_at, now) < s->hold;
-    bool overran = s->loan_target != TIDE_FOREVER &&
-                   tide__elapsed(since, now) > s->loan_target;
-    if (lagging || overran)
-        tide__shedder_cut(s, s->ceiling);
-    else if (s->ceiling < s->max) /* at the size it stays there */
-        tide__shedder_set(s, s->ceiling + 1.0 < s->max ? s->ceiling + 1.0
-                                                       : s->max);
+    if (now <= s->steady_after)
+        tide__shedder_settle_from(s, since, now);
 }
 
 void tide__shedder_feed(struct tide_shedder *s, int64_t now, int64_t lag,

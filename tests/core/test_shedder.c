@@ -87,6 +87,19 @@ START_TEST(lag_sample_stops_counting_after_hold)
 }
 END_TEST
 
+START_TEST(lag_sample_counts_for_a_clock_gone_back)
+{
+    struct tide_pool *p =
+        shedding_pool(10, (struct tide_shedder_options){.hold = TIDE_SEC(1)});
+    lend(p, 0, 2, TIDE_SEC(10));
+    tide_pool_overload(p, TIDE_SEC(10), TIDE_MS(500)); /* ceiling 1 */
+    /* a give stamped before the sample still settles while it holds */
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(9)), 1);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(9), 0.5).answer, TIDE_SHED);
+    tide_pool_free(p);
+}
+END_TEST
+
 START_TEST(recovers_additively_when_calm)
 {
     struct tide_pool *p = shedding_pool(10, (struct tide_shedder_options){0});
@@ -156,6 +169,7 @@ static Suite *shedder_suite(void)
     tcase_add_test(tc, lag_cuts_ceiling_to_half_in_flight);
     tcase_add_test(tc, ceiling_never_below_floor);
     tcase_add_test(tc, lag_sample_stops_counting_after_hold);
+    tcase_add_test(tc, lag_sample_counts_for_a_clock_gone_back);
     tcase_add_test(tc, recovers_additively_when_calm);
     tcase_add_test(tc, long_loans_signal_overload);
     tcase_add_test(tc, stale_is_handed_back_while_shedding);
