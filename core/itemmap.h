@@ -10,6 +10,7 @@
 #ifndef TIDEPOOL_ITEMMAP_H
 #define TIDEPOOL_ITEMMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -107,12 +108,21 @@ static inline void tide__itemmap_put(struct tide__itemmap *m, uint32_t at,
  * out of line, since most holes have an empty cell after them. */
 void tide__itemmap_shift(struct tide__itemmap *m, uint32_t hole);
 
+/* Empties the cell seek found a key in when no entry after it may need
+ * to move into it: true when done, false when tide__itemmap_shift must
+ * close the hole. A caller in a hurry can then end in that call. */
+static inline bool tide__itemmap_clear(struct tide__itemmap *m, uint32_t at)
+{
+    if (m->cells[(at + 1) & m->mask] != TIDE__ITEMMAP_NONE)
+        return false;
+    m->cells[at] = TIDE__ITEMMAP_NONE;
+    return true;
+}
+
 /* Empties the cell seek found a key in. */
 static inline void tide__itemmap_erase(struct tide__itemmap *m, uint32_t at)
 {
-    if (m->cells[(at + 1) & m->mask] == TIDE__ITEMMAP_NONE)
-        m->cells[at] = TIDE__ITEMMAP_NONE;
-    else
+    if (!tide__itemmap_clear(m, at))
         tide__itemmap_shift(m, at);
 }
 

@@ -615,8 +615,9 @@ static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
 
-/* give, once the slot and its map cell are known. */
-static int give_slot(struct tide_pool *p, uint32_t i, uint32_t at, int64_t now)
+/* give, once the slot and its map cell are known: every case. */
+TIDE__NOINLINE static int give_slot(struct tide_pool *p, uint32_t i,
+                                    uint32_t at, int64_t now)
 {
     struct slot *s = &p->slots[i];
     if (s->prev != LENT)
@@ -638,9 +639,15 @@ static int give_slot(struct tide_pool *p, uint32_t i, uint32_t at, int64_t now)
     return 1;
 }
 
-/* give of a pointer the pool does not know: adopted, then given. Out of
- * line, so that no call is left in tide_pool_give's common path to make it
- * save registers. */
+/* Closes the hole a resource that left made in the map (see
+ * tide__itemmap_clear); 0, give's answer, so give can end in it. */
+TIDE__NOINLINE static int give_shifting(struct tide_pool *p, uint32_t at)
+{
+    tide__itemmap_shift(&p->map, at);
+    return 0;
+}
+
+/* give of a pointer the pool does not know: adopted, then given. */
 TIDE__NOINLINE static int give_unknown(struct tide_pool *p, void *item,
                                        int64_t now, uint32_t at)
 {
@@ -648,6 +655,9 @@ TIDE__NOINLINE static int give_unknown(struct tide_pool *p, void *item,
     return i == NIL ? TIDE_EUNKNOWN : give_slot(p, i, at, now);
 }
 
+/* The common give, the one give_slot would make of a lent resource whose
+ * ticket settles with nothing to change, here with no call in its way (a
+ * call would make it save registers); the rest goes to give_slot. */
 int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
 {
     if (!item)
@@ -658,7 +668,21 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
     uint32_t i = p->map.cells[at];
     if (i == TIDE__ITEMMAP_NONE)
         return give_unknown(p, item, now, at);
-    return give_slot(p, i, at, now);
+    struct slot *s = &p->slots[i];
+    if (s->prev != LENT || s->next == HELD ||
+        (p->has_shedder && now <= p->shedder.steady_after))
+        return give_slot(p, i, at, now);
+    p->busy_count--;
+    if (p->closed || p->idle_count >= p->limits.idle) {
+        slot_free(p, i);
+        if (!tide__itemmap_clear(&p->map, at))
+            return give_shifting(p, at);
+        return 0;
+    }
+    s->since = now;
+    list_push_head(p, &p->idle, i);
+    p->idle_count++;
+    return 1;
 }
 
 int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
