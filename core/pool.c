@@ -316,11 +316,15 @@ static bool expired(const struct tide_pool *p, const struct slot *s,
            tide__elapsed(s->since, now) >= p->limits.keep;
 }
 
+_Static_assert(sizeof(struct tide_taken) == 16,
+               "the answer must stay small enough to return in registers");
+
 static struct tide_taken answer(enum tide_answer a, void *item, int64_t span,
                                 enum tide_guard guard)
 {
-    return (struct tide_taken){
-        .answer = a, .item = item, .span = span, .guard = guard};
+    if (a == TIDE_LATER)
+        return (struct tide_taken){.answer = a, .guard = guard, .span = span};
+    return (struct tide_taken){.answer = a, .guard = guard, .item = item};
 }
 
 /* The life of a resource made with this roll: life shortened by a share
