@@ -63,7 +63,7 @@ struct tide_pool {
     struct tide_shedder shedder;
     struct tide_backoff backoff;
     int backoff_failures;     /* makes failed in a row */
-    int64_t backoff_until;    /* no MAKE before this */
+    int64_t backoff_until;    /* no MAKE before this (INT64_MIN: none) */
     int64_t backoff_previous; /* the last delay drawn */
 };
 
@@ -239,7 +239,6 @@ static int build_ward(struct tide_pool *p, const struct tide_ward *w,
         if (rc)
             return rc;
         p->backoff = tide_backoff_resolve(*w->backoff);
-        p->backoff_until = now;
         p->has_backoff = true;
     }
     if (w->shedder) {
@@ -271,6 +270,7 @@ int tide_pool_new(const struct tide_limits *limits,
     p->free_head = NIL;
     p->idle = (struct list){NIL, NIL};
     p->reserved = (struct list){NIL, NIL};
+    p->backoff_until = INT64_MIN; /* any clock value is past it */
     tide__itemmap_init(&p->map);
     rc = ward ? build_ward(p, ward, now) : 0;
     if (rc == 0 && p->limits.size <= PREALLOC_MAX)
@@ -383,7 +383,7 @@ TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
                                                 int64_t now, double roll)
 {
     roll = tide__roll(roll); /* the breaker may rescale it */
-    if (p->has_backoff && now < p->backoff_until)
+    if (now < p->backoff_until)
         return answer(TIDE_LATER, NULL, tide__elapsed(now, p->backoff_until),
                       TIDE_GUARD_BACKOFF);
     if (p->has_bucket) {
@@ -408,7 +408,7 @@ TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
  * arithmetic; one that is not goes the long way. */
 static bool guards_open(const struct tide_pool *p, int64_t now)
 {
-    if (p->has_backoff && now < p->backoff_until)
+    if (now < p->backoff_until)
         return false;
     if (p->has_bucket && now < p->bucket.full_from)
         return false;
@@ -537,11 +537,12 @@ static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
     s->since = now;
     tide__itemmap_put(&p->map, at, i);
     /* A success resets the backoff; with no failure in a row there is
-     * nothing to reset (the hold, if any, was set by a failure). */
-    if (p->has_backoff && p->backoff_failures) {
+     * nothing to reset (the hold, if any, was set by a failure; failures
+     * are counted only with a backoff). */
+    if (p->backoff_failures) {
         p->backoff_failures = 0;
         p->backoff_previous = 0;
-        p->backoff_until = now;
+        p->backoff_until = INT64_MIN;
     }
     /* Last: a made() then has nothing to keep across the breaker's slow
      * path, a call, and needs no stack frame on its fast one. */

@@ -576,6 +576,25 @@ START_TEST(recovering_admits_bounded_probes)
 }
 END_TEST
 
+/* Only a failure holds makes: not the pool's creation, nor a success,
+ * whatever the clock says after them. */
+START_TEST(backoff_holds_nothing_without_a_failure)
+{
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_ward w = {.backoff = &bk};
+    struct tide_pool *p = NULL;
+    struct tide_limits l = TIDE_LIMITS(0);
+    ck_assert_int_eq(tide_pool_new(&l, &w, TIDE_SEC(10), &p), 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(9), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, TIDE_SEC(9), 0.5), 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(9), 0.5).answer, TIDE_LATER);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(10), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[0], TIDE_SEC(10)), 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(8), 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
 START_TEST(backoff_holds_makes_after_a_failure)
 {
     struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
@@ -704,6 +723,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, strikes_breaker_forgives_failures_after_a_make);
     tcase_add_test(tc, recovering_admits_bounded_probes);
     tcase_add_test(tc, backoff_holds_makes_after_a_failure);
+    tcase_add_test(tc, backoff_holds_nothing_without_a_failure);
     tcase_add_test(tc, bucket_spaces_makes_out);
     tcase_add_test(tc, bucket_does_not_hold_idle_resources);
     tcase_add_test(tc, shedder_sheds_on_loop_lag);
