@@ -13,6 +13,15 @@
 #define TIDE__NOINLINE
 #endif
 
+/* Inlines a step of a fast path at every optimisation level: -O2, what
+ * distributions build with, leaves out of line a static function called
+ * twice, and the call then costs the fast path its registers. */
+#if defined(__GNUC__)
+#define TIDE__INLINE __attribute__((always_inline)) inline
+#else
+#define TIDE__INLINE inline
+#endif
+
 /* to - from clamped to [0, INT64_MAX]: how long ago `from` was, without the
  * overflow a caller's arbitrary clock values could cause. */
 static inline int64_t tide__elapsed(int64_t from, int64_t to)

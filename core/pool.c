@@ -339,7 +339,7 @@ static int64_t spread_life(const struct tide_pool *p, double roll)
 }
 
 /* Lends the head of the idle list, known fresh. */
-static struct tide_taken lend(struct tide_pool *p, int64_t now)
+static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
 {
     struct slot *s = &p->slots[list_pop_head(p, &p->idle)];
     p->idle_count--;
@@ -366,8 +366,8 @@ static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 
 /* Reserves the free slot at the head of the free list for a make answered
  * now; the guards have let it through, and the bucket's token is taken. */
-static struct tide_taken reserve_slot(struct tide_pool *p, int64_t now,
-                                      double roll)
+static TIDE__INLINE struct tide_taken reserve_slot(struct tide_pool *p,
+                                                   int64_t now, double roll)
 {
     uint32_t i = slot_take_free(p);
     struct slot *s = &p->slots[i]; /* a free slot holds no item */
@@ -525,8 +525,8 @@ TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
 
 /* Turns the oldest reservation into a lent resource born now; `at` is the
  * empty map cell seek found for item. */
-static uint32_t fill_reservation(struct tide_pool *p, void *item, int64_t now,
-                                 uint32_t at)
+static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
+                                              int64_t now, uint32_t at)
 {
     uint32_t i = queue_pop(p, &p->reserved);
     struct slot *s = &p->slots[i];
