@@ -252,6 +252,17 @@ static int build_ward(struct tide_pool *p, const struct tide_ward *w,
     return 0;
 }
 
+/* The values of the guards that are not there, read by the fast paths
+ * without asking whether they are: nothing shed, no bucket to fill, no
+ * hold, no settle to make. build_ward overwrites those it sets up. */
+static void absent_guards(struct tide_pool *p)
+{
+    p->shedder.room = INT64_MAX;
+    p->shedder.steady_after = INT64_MIN;
+    p->bucket.full_from = INT64_MIN;
+    p->backoff_until = INT64_MIN;
+}
+
 int tide_pool_new(const struct tide_limits *limits,
                   const struct tide_ward *ward, int64_t now,
                   struct tide_pool **out)
@@ -270,7 +281,7 @@ int tide_pool_new(const struct tide_limits *limits,
     p->free_head = NIL;
     p->idle = (struct list){NIL, NIL};
     p->reserved = (struct list){NIL, NIL};
-    p->backoff_until = INT64_MIN; /* any clock value is past it */
+    absent_guards(p);
     tide__itemmap_init(&p->map);
     rc = ward ? build_ward(p, ward, now) : 0;
     if (rc == 0 && p->limits.size <= PREALLOC_MAX)
@@ -410,7 +421,7 @@ static bool guards_open(const struct tide_pool *p, int64_t now)
 {
     if (now < p->backoff_until)
         return false;
-    if (p->has_bucket && now < p->bucket.full_from)
+    if (now < p->bucket.full_from)
         return false;
     return p->free_head != NIL &&
            (!p->has_breaker || tide__breaker_admits(&p->breaker, now));
@@ -422,7 +433,7 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
 {
     if (live(p) >= p->limits.size)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
-    if (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p)))
+    if (!tide__shedder_admit(&p->shedder, in_flight(p)))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
     if (!guards_open(p, now))
         return reserve(p, now, roll);
@@ -465,7 +476,7 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
     if (i == NIL)
         return take_new(p, now, roll);
     if (expired(p, &p->slots[i], now) ||
-        (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p))))
+        !tide__shedder_admit(&p->shedder, in_flight(p)))
         return take_slow(p, now, roll);
     return lend(p, now);
 }
@@ -675,7 +686,7 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
     if (s->prev != LENT || s->next == HELD ||
-        (p->has_shedder && now <= p->shedder.steady_after))
+        now <= p->shedder.steady_after)
         return give_slot(p, i, at, now);
     p->busy_count--;
     if (p->closed || p->idle_count >= p->limits.idle) {
