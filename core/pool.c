@@ -254,9 +254,13 @@ static int build_ward(struct tide_pool *p, const struct tide_ward *w,
 
 /* The values of the guards that are not there, read by the fast paths
  * without asking whether they are: nothing shed, no bucket to fill, no
- * hold, no settle to make. build_ward overwrites those it sets up. */
+ * hold, no settle to make, a breaker quiet for ever (its successes are
+ * counted and never read). build_ward overwrites those it sets up. */
 static void absent_guards(struct tide_pool *p)
 {
+    p->breaker.state = TIDE_BREAKER_ACTIVE;
+    p->breaker.quiet_from = INT64_MIN;
+    p->breaker.quiet_until = INT64_MAX;
     p->shedder.room = INT64_MAX;
     p->shedder.steady_after = INT64_MIN;
     p->bucket.full_from = INT64_MIN;
@@ -423,8 +427,7 @@ static bool guards_open(const struct tide_pool *p, int64_t now)
         return false;
     if (now < p->bucket.full_from)
         return false;
-    return p->free_head != NIL &&
-           (!p->has_breaker || tide__breaker_admits(&p->breaker, now));
+    return p->free_head != NIL && tide__breaker_admits(&p->breaker, now);
 }
 
 /* No idle one: make one, if the limits and the guards allow. */
@@ -469,8 +472,7 @@ TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
  * the user's strategy. */
 struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
-    if (p->closed ||
-        (p->has_breaker && p->breaker.state == TIDE_BREAKER_INACTIVE))
+    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE)
         return take_slow(p, now, roll);
     uint32_t i = p->idle.head;
     if (i == NIL)
@@ -557,8 +559,7 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     }
     /* Last: a made() then has nothing to keep across the breaker's slow
      * path, a call, and needs no stack frame on its fast one. */
-    if (p->has_breaker)
-        tide__breaker_success(&p->breaker, now);
+    tide__breaker_success(&p->breaker, now);
     return i;
 }
 
