@@ -632,6 +632,36 @@ static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
 
+/* Closes the hole a resource that left made in the map (see
+ * tide__itemmap_clear); 0, give's answer, so give can end in it. */
+TIDE__NOINLINE static int give_shifting(struct tide_pool *p, uint32_t at)
+{
+    tide__itemmap_shift(&p->map, at);
+    return 0;
+}
+
+/* Whether a resource given back now is kept idle. */
+static bool keeps(const struct tide_pool *p)
+{
+    return !p->closed && p->idle_count < p->limits.idle;
+}
+
+/* The end of a give whose loan is settled: the resource becomes the idle
+ * head (1) or leaves the books (0). No call but a tail one, so the common
+ * give stays a leaf. */
+static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
+                                      uint32_t at, int64_t now)
+{
+    if (!keeps(p)) {
+        slot_free(p, i); /* first: then nothing is live across the erase */
+        return tide__itemmap_clear(&p->map, at) ? 0 : give_shifting(p, at);
+    }
+    p->slots[i].since = now;
+    list_push_head(p, &p->idle, i);
+    p->idle_count++;
+    return 1;
+}
+
 /* give, once the slot and its map cell are known: every case. */
 TIDE__NOINLINE static int give_slot(struct tide_pool *p, uint32_t i,
                                     uint32_t at, int64_t now)
@@ -641,27 +671,11 @@ TIDE__NOINLINE static int give_slot(struct tide_pool *p, uint32_t i,
         return TIDE_EDOUBLE;
     bool held = s->next == HELD;
     end_loan(p, s, now);
-    if (p->closed || p->idle_count >= p->limits.idle) {
-        slot_free(p, i); /* first: then nothing is live across the erase */
-        tide__itemmap_erase(&p->map, at);
-        return 0;
-    }
-    if (held) {
-        unhold(p, i);
+    if (held && keeps(p)) {
+        unhold(p, i); /* back at its place by rest time */
         return 1;
     }
-    s->since = now;
-    list_push_head(p, &p->idle, i);
-    p->idle_count++;
-    return 1;
-}
-
-/* Closes the hole a resource that left made in the map (see
- * tide__itemmap_clear); 0, give's answer, so give can end in it. */
-TIDE__NOINLINE static int give_shifting(struct tide_pool *p, uint32_t at)
-{
-    tide__itemmap_shift(&p->map, at);
-    return 0;
+    return idle_or_leave(p, i, at, now);
 }
 
 /* give of a pointer the pool does not know: adopted, then given. */
@@ -686,20 +700,10 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
     if (i == TIDE__ITEMMAP_NONE)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
-    if (s->prev != LENT || s->next == HELD ||
-        now <= p->shedder.steady_after)
+    if (s->prev != LENT || s->next == HELD || now <= p->shedder.steady_after)
         return give_slot(p, i, at, now);
-    p->busy_count--;
-    if (p->closed || p->idle_count >= p->limits.idle) {
-        slot_free(p, i);
-        if (!tide__itemmap_clear(&p->map, at))
-            return give_shifting(p, at);
-        return 0;
-    }
-    s->since = now;
-    list_push_head(p, &p->idle, i);
-    p->idle_count++;
-    return 1;
+    p->busy_count--; /* end_loan, with no ticket to settle */
+    return idle_or_leave(p, i, at, now);
 }
 
 int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
