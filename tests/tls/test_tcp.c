@@ -242,16 +242,26 @@ static bool classified(void *arg)
     return ((struct classified *)arg)->code != 0;
 }
 
+/* Lends one connection (*g), injects the server's fault and waits until
+ * the lent connection's event is read into *c, which the connection keeps
+ * pointing at: the test discards the loan before c goes. */
+static void fault_mid_loan(struct tcp *t, struct got *g, struct classified *c,
+                           void (*fault)(struct test_server *))
+{
+    acquire_wait(&t->tp, g, 5000);
+    *c = (struct classified){0};
+    bufferevent_setcb(g->bev, NULL, NULL, classify_event, c);
+    fault(&t->s);
+    ck_assert(run_until(classified, c, 2000));
+}
+
 START_TEST(reset_reads_as_broken_with_its_errno)
 {
     struct tcp t;
     start(&t);
     struct got g;
-    acquire_wait(&t.tp, &g, 5000);
-    struct classified c = {0};
-    bufferevent_setcb(g.bev, NULL, NULL, classify_event, &c);
-    server_reset_all(&t.s);
-    ck_assert(run_until(classified, &c, 2000));
+    struct classified c;
+    fault_mid_loan(&t, &g, &c, server_reset_all);
     ck_assert_int_eq(c.code, TIDE_ECONN_BROKEN);
     ck_assert_int_eq(c.d.sys_errno, ECONNRESET);
     ck_assert_ptr_nonnull(strstr(c.text, "reset"));
@@ -265,11 +275,8 @@ START_TEST(peer_close_mid_loan_reads_as_peer_closed)
     struct tcp t;
     start(&t);
     struct got g;
-    acquire_wait(&t.tp, &g, 5000);
-    struct classified c = {0};
-    bufferevent_setcb(g.bev, NULL, NULL, classify_event, &c);
-    server_close_all(&t.s);
-    ck_assert(run_until(classified, &c, 2000));
+    struct classified c;
+    fault_mid_loan(&t, &g, &c, server_close_all);
     ck_assert_int_eq(c.code, TIDE_EPEER_CLOSED);
     ck_assert_int_eq(tide_evpool_discard(t.tp.pool, g.bev), 0);
     stop(&t);
