@@ -30,6 +30,12 @@ int tide_backoff_check(const struct tide_backoff *b)
     return 0;
 }
 
+/* The backoff `in` asks for; NULL is the preset, as a zeroed struct is. */
+static struct tide_backoff resolved(const struct tide_backoff *in)
+{
+    return tide_backoff_resolve(in ? *in : (struct tide_backoff){0});
+}
+
 /* A non-negative double of nanoseconds as int64_t, saturating. */
 static int64_t to_span(double ns)
 {
@@ -42,7 +48,7 @@ static int64_t to_span(double ns)
 
 int64_t tide_backoff_ceiling(const struct tide_backoff *in, int retry)
 {
-    struct tide_backoff b = tide_backoff_resolve(*in);
+    struct tide_backoff b = resolved(in);
     /* factor^retry by squaring: O(log retry), and a product that overflows
      * to infinity still compares correctly against the cap. */
     double grow = 1.0;
@@ -59,7 +65,7 @@ int64_t tide_backoff_ceiling(const struct tide_backoff *in, int retry)
 int64_t tide_backoff_delay(const struct tide_backoff *in, int retry,
                            double roll, int64_t previous)
 {
-    struct tide_backoff b = tide_backoff_resolve(*in);
+    struct tide_backoff b = resolved(in);
     double c = (double)tide_backoff_ceiling(&b, retry);
     double u = tide__roll(roll);
     double f = b.spread < 0.0 ? 0.0 : b.spread > 1.0 ? 1.0 : b.spread;
@@ -84,14 +90,16 @@ int64_t tide_backoff_delay(const struct tide_backoff *in, int retry,
 
 bool tide_backoff_more(const struct tide_backoff *in, int made)
 {
-    struct tide_backoff b = tide_backoff_resolve(*in);
+    struct tide_backoff b = resolved(in);
     return made < b.attempts;
 }
 
 size_t tide_backoff_schedule(const struct tide_backoff *in, const double *rolls,
                              int64_t *out, size_t n)
 {
-    struct tide_backoff b = tide_backoff_resolve(*in);
+    struct tide_backoff b = resolved(in);
+    if (!rolls || !out)
+        return 0;
     size_t retries = b.attempts > 1 ? (size_t)(b.attempts - 1) : 0;
     size_t count = n < retries ? n : retries;
     int64_t previous = 0;

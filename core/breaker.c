@@ -85,7 +85,15 @@ void tide_breaker_free(struct tide_breaker *b)
 
 enum tide_breaker_state tide_breaker_state(const struct tide_breaker *b)
 {
-    return b->state;
+    return b ? b->state : TIDE_BREAKER_ACTIVE;
+}
+
+void tide__breaker_listen(struct tide_breaker *b, void (*changed)(void *arg),
+                          void *arg)
+{
+    b->changed = changed;
+    b->changed_arg = arg;
+    b->told = b->state;
 }
 
 /* ---- adaptive history: TIDE__RING buckets sliding with time ---- */
@@ -120,9 +128,16 @@ static void note_head(struct tide_breaker *b, int64_t now)
     b->head_until = now > INT64_MAX - left ? INT64_MAX : now + left;
 }
 
-/* Sets the quiet range (see core_internal.h) from the state as it is now. */
+/* Sets the quiet range (see core_internal.h) from the state as it is now,
+ * and tells the listener of a change of state: every function here that
+ * changes the breaker ends in quiet, so no change goes unheard. */
 static void quiet(struct tide_breaker *b)
 {
+    if (b->state != b->told) {
+        b->told = b->state;
+        if (b->changed)
+            b->changed(b->changed_arg);
+    }
     bool open = !b->strategy && b->state == TIDE_BREAKER_ACTIVE;
     bool calm = b->policy == TIDE_BREAKER_ADAPTIVE ? b->total_fails == 0
                                                    : b->failures == 0;
@@ -231,6 +246,8 @@ static bool should_recover(struct tide_breaker *b, int64_t now)
 void tide_breaker_activate(struct tide_breaker *b, int64_t now)
 {
     (void)now;
+    if (!b)
+        return;
     b->state = TIDE_BREAKER_ACTIVE;
     b->failures = 0;
     b->probing = 0;
@@ -240,6 +257,8 @@ void tide_breaker_activate(struct tide_breaker *b, int64_t now)
 
 void tide_breaker_deactivate(struct tide_breaker *b, int64_t now)
 {
+    if (!b)
+        return;
     b->state = TIDE_BREAKER_INACTIVE;
     b->opened = now;
     b->probing = 0;
@@ -287,12 +306,16 @@ bool tide__breaker_decide(struct tide_breaker *b, int64_t now, double *roll)
 
 bool tide_breaker_admit(struct tide_breaker *b, int64_t now, double roll)
 {
+    if (!b)
+        return true; /* no breaker refuses nothing */
     roll = tide__roll(roll);
     return tide__breaker_decide(b, now, &roll);
 }
 
 void tide_breaker_success(struct tide_breaker *b, int64_t now)
 {
+    if (!b)
+        return;
     if (b->strategy) {
         b->strategy->report_success(b, now, b->strategy_arg);
     } else if (b->policy == TIDE_BREAKER_ADAPTIVE) {
@@ -311,6 +334,8 @@ void tide_breaker_success(struct tide_breaker *b, int64_t now)
 
 void tide_breaker_failure(struct tide_breaker *b, int64_t now)
 {
+    if (!b)
+        return;
     if (b->strategy) {
         b->strategy->report_failure(b, now, b->strategy_arg);
     } else if (b->policy == TIDE_BREAKER_ADAPTIVE) {
@@ -326,7 +351,7 @@ void tide_breaker_failure(struct tide_breaker *b, int64_t now)
 
 int64_t tide_breaker_retry_after(const struct tide_breaker *b, int64_t now)
 {
-    if (b->state != TIDE_BREAKER_INACTIVE || b->strategy ||
+    if (!b || b->state != TIDE_BREAKER_INACTIVE || b->strategy ||
         b->policy != TIDE_BREAKER_STRIKES)
         return 0;
     int64_t open_for = tide__elapsed(b->opened, now);
@@ -335,6 +360,8 @@ int64_t tide_breaker_retry_after(const struct tide_breaker *b, int64_t now)
 
 double tide_breaker_refusal(struct tide_breaker *b, int64_t now)
 {
+    if (!b)
+        return 0.0;
     if (b->state != TIDE_BREAKER_ACTIVE)
         return 1.0;
     double p = active_refusal(b, now); /* may slide the window */
@@ -345,6 +372,8 @@ double tide_breaker_refusal(struct tide_breaker *b, int64_t now)
 int tide_breaker_set_strategy(struct tide_breaker *b,
                               const struct tide_breaker_strategy *s, void *arg)
 {
+    if (!b)
+        return TIDE_EINVAL;
     if (s && (!s->report_success || !s->report_failure || !s->should_recover))
         return TIDE_EBREAKER; /* an incomplete table would crash on first use */
     b->strategy = s;

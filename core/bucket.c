@@ -70,6 +70,8 @@ void tide_bucket_free(struct tide_bucket *b)
 
 bool tide_bucket_take(struct tide_bucket *b, int64_t now)
 {
+    if (!b)
+        return false;
     tide__bucket_refill(b, now);
     if (b->tokens < 1.0)
         return false;
@@ -79,6 +81,8 @@ bool tide_bucket_take(struct tide_bucket *b, int64_t now)
 
 int64_t tide_bucket_next(struct tide_bucket *b, int64_t now)
 {
+    if (!b)
+        return 0;
     tide__bucket_refill(b, now);
     if (b->tokens >= 1.0)
         return 0;
@@ -91,6 +95,8 @@ int64_t tide_bucket_next(struct tide_bucket *b, int64_t now)
 
 double tide_bucket_tokens(struct tide_bucket *b, int64_t now)
 {
+    if (!b)
+        return 0.0;
     tide__bucket_refill(b, now);
     return b->tokens;
 }

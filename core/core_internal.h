@@ -5,6 +5,8 @@
 
 #include <tidepool/core.h>
 
+#include "breaker_listen.h"
+
 /* Keeps a slow path out of line, so the fast path that falls back on it
  * needs no stack frame of its own. */
 #if defined(__GNUC__)
@@ -166,6 +168,13 @@ struct tide_breaker {
     uint32_t fails[TIDE__RING];
     uint64_t total_accepts;
     uint64_t total_fails;
+    /* Told after every change of state, whatever made it (a manual switch,
+     * the policy, a strategy): a runtime holding callers parked on the
+     * breaker must hear of it, or a breaker opened by hand leaves them to
+     * run out their timeouts. NULL: nobody listens. */
+    void (*changed)(void *arg);
+    void *changed_arg;
+    enum tide_breaker_state told; /* the state `changed` last heard of */
 };
 
 struct tide_breaker_options

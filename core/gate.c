@@ -31,6 +31,8 @@ void tide_gate_free(struct tide_gate *g)
 
 bool tide_gate_enter(struct tide_gate *g)
 {
+    if (!g)
+        return false;
     if (g->held >= g->ceiling)
         return false;
     g->held++;
@@ -39,6 +41,8 @@ bool tide_gate_enter(struct tide_gate *g)
 
 int tide_gate_leave(struct tide_gate *g)
 {
+    if (!g)
+        return TIDE_EINVAL;
     if (g->held == 0)
         return TIDE_EGATE;
     g->held--;
@@ -47,5 +51,7 @@ int tide_gate_leave(struct tide_gate *g)
 
 int64_t tide_gate_held(const struct tide_gate *g)
 {
+    if (!g)
+        return 0;
     return g->held;
 }

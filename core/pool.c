@@ -472,6 +472,8 @@ TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
  * the user's strategy. */
 struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
+    if (!p)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE)
         return take_slow(p, now, roll);
     uint32_t i = p->idle.head;
@@ -485,7 +487,7 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 
 struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
 {
-    if (p->closed)
+    if (!p || p->closed)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
@@ -496,7 +498,7 @@ struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
 
 int tide_pool_hold(struct tide_pool *p, void *item)
 {
-    if (!item)
+    if (!p || !item)
         return TIDE_EINVAL;
     uint32_t i = tide__itemmap_find(&p->map, item);
     if (i == TIDE__ITEMMAP_NONE)
@@ -549,23 +551,43 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     s->next = NIL;
     s->since = now;
     tide__itemmap_put(&p->map, at, i);
-    /* A success resets the backoff; with no failure in a row there is
-     * nothing to reset (the hold, if any, was set by a failure; failures
-     * are counted only with a backoff). */
+    return i;
+}
+
+/* A make succeeded: the backoff resets and the breaker counts a success.
+ * With no failure in a row there is nothing to reset (the hold, if any,
+ * was set by a failure; failures are counted only with a backoff). The
+ * breaker goes last: a made() then has nothing to keep across its slow
+ * path, a call, and needs no stack frame on its fast one. */
+static TIDE__INLINE void make_succeeded(struct tide_pool *p, int64_t now)
+{
     if (p->backoff_failures) {
         p->backoff_failures = 0;
         p->backoff_previous = 0;
         p->backoff_until = INT64_MIN;
     }
-    /* Last: a made() then has nothing to keep across the breaker's slow
-     * path, a call, and needs no stack frame on its fast one. */
     tide__breaker_success(&p->breaker, now);
-    return i;
 }
 
-int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
+/* A make failed: the breaker counts a failure and backoff holds makes. */
+static void make_failed(struct tide_pool *p, int64_t now, double roll)
 {
-    if (!item)
+    if (p->has_breaker)
+        tide_breaker_failure(&p->breaker, now);
+    if (p->has_backoff) {
+        int retry = p->backoff_failures < 64 ? p->backoff_failures : 64;
+        p->backoff_failures++;
+        p->backoff_previous = tide_backoff_delay(
+            &p->backoff, retry, tide__roll(roll), p->backoff_previous);
+        p->backoff_until = tide__later(now, p->backoff_previous);
+    }
+}
+
+/* The checks of made and made_untried; then the oldest reservation takes
+ * item. 0 or the error, nothing changed. */
+static int fill_checked(struct tide_pool *p, void *item, int64_t now)
+{
+    if (!p || !item)
         return TIDE_EINVAL;
     if (p->reserved.head == NIL)
         return TIDE_ENORESERVE;
@@ -577,8 +599,43 @@ int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
     return 0;
 }
 
+int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
+{
+    int rc = fill_checked(p, item, now);
+    if (rc == 0)
+        make_succeeded(p, now);
+    return rc;
+}
+
+int tide_pool_made_untried(struct tide_pool *p, void *item, int64_t now)
+{
+    return fill_checked(p, item, now);
+}
+
+void tide_pool_tried(struct tide_pool *p, int64_t now, double roll, bool ok)
+{
+    if (!p)
+        return;
+    if (ok)
+        make_succeeded(p, now);
+    else
+        make_failed(p, now, roll);
+}
+
+void tide_pool_report(struct tide_pool *p, int64_t now, bool ok)
+{
+    if (!p)
+        return;
+    if (ok)
+        tide__breaker_success(&p->breaker, now); /* absent: quiet for ever */
+    else if (p->has_breaker)
+        tide_breaker_failure(&p->breaker, now);
+}
+
 int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
 {
+    if (!p)
+        return TIDE_EINVAL;
     if (p->reserved.head == NIL)
         return TIDE_ENORESERVE;
     uint32_t i = queue_pop(p, &p->reserved);
@@ -587,15 +644,7 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
     slot_release(p, i);
     if (p->has_shedder)
         tide__shedder_settle(&p->shedder, since, now);
-    if (p->has_breaker)
-        tide_breaker_failure(&p->breaker, now);
-    if (p->has_backoff) {
-        int retry = p->backoff_failures < 64 ? p->backoff_failures : 64;
-        p->backoff_failures++;
-        p->backoff_previous = tide_backoff_delay(
-            &p->backoff, retry, tide__roll(roll), p->backoff_previous);
-        p->backoff_until = tide__later(now, p->backoff_previous);
-    }
+    make_failed(p, now, roll);
     return 0;
 }
 
@@ -606,7 +655,9 @@ TIDE__NOINLINE static uint32_t adopt(struct tide_pool *p, void *item,
 {
     if (p->reserved.head == NIL)
         return NIL;
-    return fill_reservation(p, item, now, at);
+    uint32_t i = fill_reservation(p, item, now, at);
+    make_succeeded(p, now); /* a made() skipped: the make did succeed */
+    return i;
 }
 
 /* Finds the slot of an item coming back, and its map cell in *at; an
@@ -691,7 +742,7 @@ TIDE__NOINLINE static int give_unknown(struct tide_pool *p, void *item,
  * call would make it save registers); the rest goes to give_slot. */
 int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
 {
-    if (!item)
+    if (!p || !item)
         return TIDE_EINVAL;
     if (!p->map.cells)
         return TIDE_EUNKNOWN; /* never had a slot: nothing lent or reserved */
@@ -708,7 +759,7 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
 
 int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
 {
-    if (!item)
+    if (!p || !item)
         return TIDE_EINVAL;
     uint32_t at;
     uint32_t i = slot_of_returning(p, item, now, &at);
@@ -728,6 +779,8 @@ int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
 
 size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
 {
+    if (!p || !out)
+        return 0;
     size_t k = 0;
     uint32_t i = p->idle.tail; /* oldest first: keep retires from the tail */
     while (i != NIL && k < n) {
@@ -746,7 +799,11 @@ size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
 
 size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
 {
+    if (!p)
+        return 0;
     p->closed = true;
+    if (!out)
+        return 0;
     size_t k = 0;
     while (p->idle.head != NIL && k < n) {
         uint32_t i = p->idle.head;
@@ -762,36 +819,36 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
 
 int64_t tide_pool_live(const struct tide_pool *p)
 {
-    return live(p);
+    return p ? live(p) : 0;
 }
 
 int64_t tide_pool_idle(const struct tide_pool *p)
 {
-    return p->idle_count;
+    return p ? p->idle_count : 0;
 }
 
 int64_t tide_pool_busy(const struct tide_pool *p)
 {
-    return p->busy_count;
+    return p ? p->busy_count : 0;
 }
 
 double tide_pool_refusal(struct tide_pool *p, int64_t now)
 {
-    return p->has_breaker ? tide_breaker_refusal(&p->breaker, now) : 0.0;
+    return p && p->has_breaker ? tide_breaker_refusal(&p->breaker, now) : 0.0;
 }
 
 struct tide_breaker *tide_pool_breaker(struct tide_pool *p)
 {
-    return p->has_breaker ? &p->breaker : NULL;
+    return p && p->has_breaker ? &p->breaker : NULL;
 }
 
 void tide_pool_overload(struct tide_pool *p, int64_t now, int64_t lag)
 {
-    if (p->has_shedder)
+    if (p && p->has_shedder)
         tide__shedder_feed(&p->shedder, now, lag, in_flight(p));
 }
 
 struct tide_limits tide_pool_limits(const struct tide_pool *p)
 {
-    return p->limits;
+    return p ? p->limits : tide_limits_resolve((struct tide_limits){0});
 }

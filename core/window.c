@@ -48,6 +48,8 @@ static void expire(struct tide_window *w, int64_t now)
 
 bool tide_window_take(struct tide_window *w, int64_t now)
 {
+    if (!w)
+        return false;
     expire(w, now);
     if (w->count >= w->quota)
         return false;
@@ -58,12 +60,16 @@ bool tide_window_take(struct tide_window *w, int64_t now)
 
 int64_t tide_window_left(struct tide_window *w, int64_t now)
 {
+    if (!w)
+        return 0;
     expire(w, now);
     return w->quota - w->count;
 }
 
 int64_t tide_window_next(struct tide_window *w, int64_t now)
 {
+    if (!w)
+        return 0;
     expire(w, now);
     if (w->count < w->quota)
         return 0;

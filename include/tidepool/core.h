@@ -10,6 +10,11 @@
  * Threads: a pool (and every helper here) is single-threaded state. Use one
  * from one thread at a time; a multi-threaded program keeps one pool per
  * thread. Nothing here takes a lock or touches global state.
+ *
+ * NULL: a function returning int answers TIDE_EINVAL for a NULL object or
+ * required pointer; the others do nothing and answer as for an empty or
+ * absent thing (0, false, no refusal; take and grow answer SHED with
+ * TIDE_GUARD_CLOSED), as free(NULL) does. A NULL backoff is the preset.
  */
 #ifndef TIDEPOOL_CORE_H
 #define TIDEPOOL_CORE_H
@@ -88,8 +93,9 @@ struct tide_limits {
     int64_t size;  /* how many may be live at once: idle, lent and being
                       made. Preset 10. */
     int64_t idle;  /* how many may sit idle; a give beyond it answers "not
-                      kept". Preset 10, so a pool that grew under load does
-                      not throw away what it just made. */
+                      kept". Preset: the size (10 when size is preset too),
+                      so a pool that grew under load does not throw away
+                      what it just made. An explicit idle is honoured. */
     int64_t keep;  /* ns an idle resource may sit before it is retired.
                       Preset 30 min: a warm pool survives a quiet spell. */
     int64_t life;  /* ns a resource may live at all, however busy. Preset
@@ -418,6 +424,38 @@ TIDE_API int tide_pool_made(struct tide_pool *p, void *item, int64_t now);
  * and backoff holds makes for a delay jittered with roll. 0 or
  * TIDE_ENORESERVE. */
 TIDE_API int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll);
+
+/* What feeds the ward. Outcomes, not events:
+ *   successes: a make that succeeded (made, or a made_untried proven by its
+ *     first loan) and an accepted release (the resource came back fit for
+ *     reuse);
+ *   failures: a failed make (unmade, or a made_untried resource that died
+ *     before its first loan), a broken loan (discarded), a release judged
+ *     unfit, a failed health check.
+ * A resource that dies while idle after it has served says nothing about
+ * the backend (servers close idle connections) and is no outcome. The
+ * breaker hears every outcome; backoff hears only makes: a failed make
+ * holds makes, a successful one lifts the hold. give and drop are
+ * bookkeeping only: report the outcomes beside them. */
+
+/* As tide_pool_made, but the make's outcome is left open: a resource made
+ * ahead of demand (to keep a minimum) has not shown it works until it is
+ * first lent. Settle it with tide_pool_tried: a server that accepts and
+ * closes at once, or speaks first, otherwise reads as a string of
+ * successful makes, and a minimum refills it in a storm. */
+TIDE_API int tide_pool_made_untried(struct tide_pool *p, void *item,
+                                    int64_t now);
+/* Settles a make left open by made_untried: ok when its resource was first
+ * lent (the backoff resets, the breaker counts a success), not ok when it
+ * died before (the breaker counts a failure and backoff holds makes, as
+ * after unmade, with a delay jittered by roll). The resource itself is
+ * taken off the books with give or drop as usual. */
+TIDE_API void tide_pool_tried(struct tide_pool *p, int64_t now, double roll,
+                              bool ok);
+/* Reports how a loan went, for the breaker: ok for an accepted release,
+ * not ok for a discard, a release judged unfit or a failed health check.
+ * Backoff is not touched: it is about making. */
+TIDE_API void tide_pool_report(struct tide_pool *p, int64_t now, bool ok);
 /* Hands one back, keeping the birth it was lent with, so life retires a
  * connection reused all along. Returns 1 when kept; 0 when not (enough idle
  * already, or the pool closed): the caller closes it. A pointer the pool

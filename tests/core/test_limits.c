@@ -59,8 +59,41 @@ END_TEST
 
 START_TEST(macro_changes_one_field_and_keeps_the_rest)
 {
-    assert_presets_but(TIDE_LIMITS(.size = 20), 20, PRESET_IDLE, PRESET_KEEP,
+    assert_presets_but(TIDE_LIMITS(.size = 20), 20, 20, PRESET_KEEP,
                        PRESET_LIFE, 0.0);
+}
+END_TEST
+
+/* A pool of 16 under 50 callers with idle stuck at 10 closed six of every
+ * sixteen releases and opened them again: unset, idle follows size. */
+START_TEST(unset_idle_follows_size)
+{
+    ck_assert_int_eq(TIDE_LIMITS(.size = 16).idle, 16);
+    ck_assert_int_eq(TIDE_LIMITS(.size = 3).idle, 3);
+    ck_assert_int_eq(TIDE_LIMITS(.size = TIDE_UNLIMITED).idle, TIDE_UNLIMITED);
+    ck_assert_int_eq(TIDE_LIMITS(.size = 16, .idle = 4).idle, 4);
+    ck_assert_int_eq(TIDE_LIMITS(.size = 4, .idle = 16).idle, 16);
+    /* resolving twice changes nothing */
+    struct tide_limits once = TIDE_LIMITS(.size = 16);
+    ck_assert_int_eq(tide_limits_resolve(once).idle, 16);
+}
+END_TEST
+
+/* The adapter sees the same: 16 released at once are all kept. */
+START_TEST(pool_of_16_keeps_16_idle)
+{
+    struct tide_limits l = TIDE_LIMITS(.size = 16);
+    struct tide_pool *p;
+    ck_assert_int_eq(tide_pool_new(&l, NULL, 0, &p), 0);
+    int items[16];
+    for (int k = 0; k < 16; k++) {
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_made(p, &items[k], 0), 0);
+    }
+    for (int k = 0; k < 16; k++)
+        ck_assert_int_eq(tide_pool_give(p, &items[k], 1), 1);
+    ck_assert_int_eq(tide_pool_idle(p), 16);
+    tide_pool_free(p);
 }
 END_TEST
 
@@ -80,8 +113,8 @@ END_TEST
 START_TEST(copy_changes_one_knob_of_a_set)
 {
     struct tide_limits l = TIDE_LIMITS(.size = 20, .life = TIDE_MIN(10));
-    l.size = 32;
-    assert_presets_but(tide_limits_resolve(l), 32, PRESET_IDLE, PRESET_KEEP,
+    l.size = 32; /* idle was resolved with the set: it stays at 20 */
+    assert_presets_but(tide_limits_resolve(l), 32, 20, PRESET_KEEP,
                        TIDE_MIN(10), 0.0);
 }
 END_TEST
@@ -199,8 +232,8 @@ START_TEST(pool_new_reads_back_resolved_limits)
     tide_pool_free(p);
     const struct tide_limits raw = {.size = 20, .spread = 1.0};
     ck_assert_int_eq(tide_pool_new(&raw, NULL, T0, &p), 0);
-    assert_presets_but(tide_pool_limits(p), 20, PRESET_IDLE, PRESET_KEEP,
-                       PRESET_LIFE, 1.0);
+    assert_presets_but(tide_pool_limits(p), 20, 20, PRESET_KEEP, PRESET_LIFE,
+                       1.0);
     tide_pool_free(p);
 }
 END_TEST
@@ -212,6 +245,8 @@ static Suite *limits_suite(void)
     TCase *tc = tcase_create("presets");
     tcase_add_test(tc, zeroed_limits_resolve_to_presets);
     tcase_add_test(tc, macro_changes_one_field_and_keeps_the_rest);
+    tcase_add_test(tc, unset_idle_follows_size);
+    tcase_add_test(tc, pool_of_16_keeps_16_idle);
     tcase_add_test(tc, each_field_can_be_set_alone);
     tcase_add_test(tc, copy_changes_one_knob_of_a_set);
     tcase_add_test(tc, resolve_is_idempotent);
