@@ -10,10 +10,19 @@
  * once, so no one is handed it. For TLS, reading is also what lets OpenSSL
  * consume post-handshake records (TLS 1.3 session tickets, key updates): they
  * never reach the read callback, so they never count as bytes. The raw socket
- * is never peeked for TLS while idle: a ticket would look like data. */
+ * is never peeked for TLS: a ticket would look like data.
+ *
+ * The checks before lending and on release cannot wait for the loop: under
+ * load a released connection goes to the next waiter before the watch ever
+ * reads. So they look everywhere unread application data can sit: the
+ * bufferevent's input buffer, the socket, and for TLS OpenSSL's own buffer
+ * (a borrower reading through a high watermark leaves the rest of a record
+ * there, decrypted, and libevent reads it only when the socket next becomes
+ * readable: under the next borrower's reply). */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
 
 #include "net_internal.h"
 
@@ -77,13 +86,72 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
                                 BEV_TRIG_DEFER_CALLBACKS);
 }
 
+/* What an idle TLS connection holds, once OpenSSL has read what the socket
+ * has for it. */
+enum tls_state {
+    TLS_QUIET, /* nothing: post-handshake records, if any, were consumed */
+    TLS_DATA,  /* application data, whole or part of a record */
+    TLS_DEAD,  /* closed, reset or failed */
+};
+
+/* Drives the record layer without taking application data: SSL_peek of one
+ * byte on the bufferevent's SSL, whose BIO is the non-blocking socket.
+ * OpenSSL consumes session tickets and key updates on the way (a key update
+ * asks for ours: OpenSSL sends it before the next write) and stops at the
+ * first application byte, which stays for whoever reads next. libevent
+ * keeps no state about the socket that this read could break: its read
+ * event is level-triggered and its flags (read blocked on write) change only
+ * in its own calls. */
+static enum tls_state tls_probe(SSL *ssl)
+{
+    char byte;
+    /* SSL_get_error reads the thread's error queue: it must start empty,
+     * and is left empty, so no stale error reaches libevent's next read or
+     * the application */
+    ERR_clear_error();
+    int n = SSL_peek(ssl, &byte, 1);
+    int err = n > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl, n);
+    ERR_clear_error();
+    if (n > 0)
+        return TLS_DATA;
+    if (err != SSL_ERROR_WANT_READ)
+        /* ZERO_RETURN (close_notify), SYSCALL (reset), SSL (a FIN without
+         * close_notify, a bad record); WANT_WRITE: a read that needs a write
+         * the socket will not take now, on a connection nobody uses */
+        return TLS_DEAD;
+    /* no whole record of data; bytes buffered are part of one on its way */
+    return SSL_has_pending(ssl) ? TLS_DATA : TLS_QUIET;
+}
+
+/* A protocol that pushes data (on_idle_data) sees it in the input buffer,
+ * as the callback promises: the records OpenSSL holds decrypted are moved
+ * there. Returns false when reading failed. */
+static bool tls_pull(struct bufferevent *bev, SSL *ssl)
+{
+    char chunk[4096];
+    struct evbuffer *in = bufferevent_get_input(bev);
+    bool ok = true;
+    ERR_clear_error();
+    int n;
+    while (ok && SSL_pending(ssl) > 0 &&
+           (n = SSL_read(ssl, chunk, sizeof chunk)) > 0)
+        ok = evbuffer_add(in, chunk, (size_t)n) == 0;
+    ERR_clear_error();
+    return ok && SSL_pending(ssl) == 0;
+}
+
+static bool idle_data_kept(struct tide_tcp_factory *f, struct bufferevent *bev)
+{
+    return evbuffer_get_length(bufferevent_get_input(bev)) == 0 ||
+           (f->on_idle_data && f->on_idle_data(bev, f->idle_data_arg));
+}
+
 /* Non-blocking: whether the connection can be lent. */
 static bool usable(struct tide__net_conn *c)
 {
     struct tide_tcp_factory *f = c->f;
     struct bufferevent *bev = c->bev;
-    if (evbuffer_get_length(bufferevent_get_input(bev)) > 0 &&
-        !(f->on_idle_data && f->on_idle_data(bev, f->idle_data_arg)))
+    if (!idle_data_kept(f, bev))
         return false;
     evutil_socket_t fd = bufferevent_getfd(bev);
     if (fd < 0)
@@ -94,6 +162,19 @@ static bool usable(struct tide__net_conn *c)
             (SSL_get_shutdown(ssl) &
              (SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN)))
             return false;
+        switch (tls_probe(ssl)) {
+        case TLS_QUIET:
+            return true;
+        case TLS_DEAD:
+            return false;
+        case TLS_DATA:
+            /* a whole record is shown to on_idle_data; part of one is
+             * kept like raw bytes on TCP: the rest comes through the
+             * socket, and libevent reads it */
+            return f->on_idle_data && tls_pull(bev, ssl) &&
+                   idle_data_kept(f, bev);
+        }
+        return false;
     }
     /* An EOF or reset libevent already read leaves the socket reading as
      * closed (peek 0), so the peek below sees it too, even while the event
@@ -102,9 +183,8 @@ static bool usable(struct tide__net_conn *c)
     int peek = tide__net_sock_peek(fd, &err);
     if (peek < 0)
         return false; /* FIN or reset waiting on the socket */
-    /* raw bytes: on TLS maybe a ticket, left for OpenSSL; on TCP data that
-     * nobody asked for, unless the protocol pushes */
-    return peek == 0 || c->tls || f->on_idle_data;
+    /* raw bytes: data that nobody asked for, unless the protocol pushes */
+    return peek == 0 || f->on_idle_data;
 }
 
 bool tide__net_alive(void *resource, void *arg)

@@ -81,7 +81,9 @@ static void on_read(struct bufferevent *bev, void *arg)
 {
     struct server_conn *c = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    if (c->s->echo)
+    if (c->s->on_request)
+        c->s->on_request(c, in, c->s->request_arg);
+    else if (c->s->echo)
         bufferevent_write_buffer(bev, in);
     else
         evbuffer_drain(in, evbuffer_get_length(in));
@@ -128,6 +130,13 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     c->next = s->conns;
     s->conns = c;
     s->accepted++;
+    if (s->close_at_once) {
+        /* nothing read, nothing written: the client sees a FIN at once */
+        close(fd);
+        c->raw = -1;
+        conn_free(c);
+        return;
+    }
     if (s->raw) {
         c->raw = fd;
         return;
@@ -144,6 +153,9 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     }
     bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    /* for TLS libevent holds it until the handshake is done */
+    if (s->greeting)
+        bufferevent_write(c->bev, s->greeting, strlen(s->greeting));
 }
 
 static bool loopback(int family, uint16_t port, struct sockaddr_storage *ss,

@@ -1,8 +1,10 @@
 /* Servers in the test process, on loopback: TCP or TLS (a bufferevent per
- * connection, echoing what it reads unless told otherwise), or a listener
- * that accepts and never speaks, or one whose backlog is full. The test
- * drives them: close every connection, reset them, send bytes, send a TLS
- * session ticket or a key update. */
+ * connection, echoing what it reads unless told otherwise, or answering
+ * through the test's own request hook), a listener that accepts and never
+ * speaks, one that closes every connection as it accepts it, one that greets
+ * first, or one whose backlog is full. The test drives them: close every
+ * connection, reset them, send bytes, send a TLS session ticket or a key
+ * update. */
 #ifndef TIDEPOOL_TEST_TLS_SERVERS_H
 #define TIDEPOOL_TEST_TLS_SERVERS_H
 
@@ -24,7 +26,13 @@ struct server_conn {
     bool resumed;
     bool peer_closed; /* EOF (for TLS: a close_notify came) */
     bool peer_error;
+    void *user; /* free for the test's request hook */
 };
+
+/* Bytes came on c (they are in `in`): answer them with bufferevent_write on
+ * c->bev and drain what was consumed. Runs from the loop; must not free c. */
+typedef void (*server_request_cb)(struct server_conn *c, struct evbuffer *in,
+                                  void *arg);
 
 struct test_server {
     struct event_base *base;
@@ -32,9 +40,16 @@ struct test_server {
     evutil_socket_t backlog_fd; /* a listener that never accepts, or -1 */
     int family;
     uint16_t port;
-    SSL_CTX *ctx; /* NULL: plain TCP */
-    bool raw;     /* accept and hold: never read, write or handshake */
-    bool echo;    /* echo what it reads (default true) */
+    SSL_CTX *ctx;         /* NULL: plain TCP */
+    bool raw;             /* accept and hold: never read, write or handshake */
+    bool echo;            /* echo what it reads (default true) */
+    bool close_at_once;   /* close each connection as it is accepted (a
+                             server at its connection limit) */
+    const char *greeting; /* written to each connection as it is accepted
+                             (after the handshake for TLS): a server that
+                             speaks first; NULL: none. Borrowed. */
+    server_request_cb on_request; /* instead of echo, when set */
+    void *request_arg;
     struct server_conn *conns;
     int accepted;
     int handshakes;
@@ -53,8 +68,8 @@ SSL_CTX *server_ctx(X509 *cert, EVP_PKEY *key, int min_version, int max_version,
                     X509 *client_ca);
 
 /* Starts on 127.0.0.1 (AF_INET) or ::1 (AF_INET6), port 0 or `port`; takes
- * ctx. raw, echo and alpn_offer may be set after the start: they are read
- * when a connection comes. */
+ * ctx. raw, echo, close_at_once, greeting, on_request and alpn_offer may be
+ * set after the start: they are read when a connection comes. */
 bool server_start(struct test_server *s, struct event_base *base, int family,
                   uint16_t port, SSL_CTX *ctx);
 /* A listener with a full backlog: connects to it hang. */
