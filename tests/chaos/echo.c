@@ -1,0 +1,148 @@
+#include "echo.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <openssl/err.h>
+
+/* One accepted connection; the server owns it and its bufferevent. */
+struct echo_conn {
+    struct chaos_echo *e;
+    struct bufferevent *bev;
+    struct echo_conn *prev, *next;
+};
+
+struct chaos_echo {
+    struct event_base *base;
+    struct evconnlistener *listener;
+    SSL_CTX *ctx; /* NULL: plain TCP */
+    uint16_t port;
+    struct echo_conn *conns;
+};
+
+static void conn_free(struct echo_conn *c)
+{
+    struct chaos_echo *e = c->e;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        e->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+    if (ssl) /* a peer that went away gets no close_notify */
+        SSL_set_quiet_shutdown(ssl, 1);
+    bufferevent_free(c->bev); /* closes the socket, frees the SSL */
+    free(c);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)arg;
+    bufferevent_write_buffer(bev, bufferevent_get_input(bev));
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    if (what & BEV_EVENT_CONNECTED)
+        return;
+    /* a failed handshake or a reset leaves OpenSSL errors behind; they
+     * belong to this connection only */
+    while (bufferevent_get_openssl_error(bev))
+        ;
+    ERR_clear_error();
+    conn_free(arg);
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
+                      struct sockaddr *sa, int len, void *arg)
+{
+    (void)l, (void)sa, (void)len;
+    struct chaos_echo *e = arg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct echo_conn *c = calloc(1, sizeof *c);
+    c->e = e;
+    if (e->ctx)
+        c->bev = bufferevent_openssl_socket_new(
+            e->base, fd, SSL_new(e->ctx), BUFFEREVENT_SSL_ACCEPTING,
+            BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    else
+        c->bev = bufferevent_socket_new(
+            e->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->next = e->conns;
+    if (e->conns)
+        e->conns->prev = c;
+    e->conns = c;
+}
+
+struct chaos_echo *chaos_echo_new(struct event_base *base, SSL_CTX *ctx)
+{
+    struct chaos_echo *e = calloc(1, sizeof *e);
+    if (!e) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    e->base = base;
+    e->ctx = ctx;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    e->listener = evconnlistener_new_bind(
+        base, on_accept, e,
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
+        (struct sockaddr *)&a, sizeof a);
+    if (!e->listener) {
+        chaos_echo_free(e);
+        return NULL;
+    }
+    socklen_t len = sizeof a;
+    getsockname(evconnlistener_get_fd(e->listener), (struct sockaddr *)&a,
+                &len);
+    e->port = ntohs(a.sin_port);
+    return e;
+}
+
+void chaos_echo_free(struct chaos_echo *e)
+{
+    if (!e)
+        return;
+    while (e->conns)
+        conn_free(e->conns);
+    if (e->listener)
+        evconnlistener_free(e->listener);
+    SSL_CTX_free(e->ctx);
+    free(e);
+}
+
+uint16_t chaos_echo_port(const struct chaos_echo *e)
+{
+    return e->port;
+}
+
+SSL_CTX *chaos_echo_tls_ctx(X509 *cert, EVP_PKEY *key)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx)
+        return NULL;
+    if (SSL_CTX_use_certificate(ctx, cert) != 1 ||
+        SSL_CTX_use_PrivateKey(ctx, key) != 1) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    static const unsigned char sid[] = "tidepool-chaos";
+    SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+    return ctx;
+}
