@@ -37,12 +37,16 @@ enum conn_state {
 };
 
 struct conn {
-    void *resource; /* first: the item map reads it as the key */
-    int64_t lent_at;
+    void *resource;  /* first: the item map reads it as the key */
+    int64_t lent_at; /* while untried: when it was made */
     uint32_t loans;
     uint32_t next_free;
     uint8_t state;
     bool leak_reported;
+    /* Made, and not yet lent: its make's outcome is open until its first
+     * loan (a success) or its death while still young (a failed make: a
+     * server that accepts and closes, or speaks first). See makes.c. */
+    bool untried;
 };
 
 #define CONN_NONE TIDE__ITEMMAP_NONE
@@ -52,6 +56,8 @@ struct conn {
 enum waiter_state {
     WAITER_QUEUED = 0, /* in the FIFO, no answer yet */
     WAITER_READY,      /* answered, waiting to be delivered */
+    WAITER_DELIVERING, /* its callback is running: on no list; a cancel
+                          from inside it is a no-op */
 };
 
 struct tide_acquire {
@@ -108,9 +114,24 @@ struct waits {
     uint64_t buckets[WAITS_BUCKETS];
 };
 
+/* The recent waits: a ring of slices of RECENT_SLICE each, the newest
+ * holding now, so "the last minute" moves on in RECENT_SLICE steps. */
+#define RECENT_SLICES 4
+#define RECENT_SLICE  TIDE_SEC(15)
+
+struct recent_waits {
+    int64_t newest; /* slice index (clock / RECENT_SLICE) of the newest */
+    bool started;
+    struct waits slices[RECENT_SLICES];
+};
+
 void tide__waits_add(struct waits *w, int64_t ns);
 /* The smallest bucket bound below which a share q of the waits fall. */
 int64_t tide__waits_quantile(const struct waits *w, double q);
+void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns);
+/* The waits of the slices within the last RECENT_SLICES x RECENT_SLICE of
+ * now, merged into *out. */
+void tide__recent_merge(struct recent_waits *r, int64_t now, struct waits *out);
 
 /* ---- the pool ---- */
 
@@ -125,6 +146,10 @@ struct counters {
     uint64_t health_failures;
     uint64_t leaks;
     uint64_t lost;
+    uint64_t acquires;
+    uint64_t queue_full;
+    uint64_t cancels;
+    uint64_t dirty;
 };
 
 /* A timer that is armed only while there is work for it. */
@@ -179,7 +204,14 @@ struct tide_evpool {
     struct check_list TIDE__LIST_OF(struct tide_check) checks;
     int64_t makes_for_waiters;
     int64_t makes_pending; /* answered by neither the factory nor a timeout */
-    int64_t topup_after;   /* no top-up make before this (after a failure) */
+    /* The top-up to min backs off after failed makes, ward or not: the
+     * ward's backoff when it has one, else the preset. */
+    struct tide_backoff topup_backoff;
+    int topup_failures;      /* failed makes in a row */
+    int64_t topup_previous;  /* the last delay drawn */
+    int64_t topup_after;     /* no top-up make before this */
+    struct event topup_wake; /* at topup_after, while below min */
+    bool topup_waking;
 
     /* events */
     struct event pump;
@@ -204,6 +236,7 @@ struct tide_evpool {
 
     struct counters counters;
     struct waits waits;
+    struct recent_waits recent;
     int make_error;     /* the last make's code: 0 once one succeeds */
     int last_error;     /* the last failed make's code, kept */
     char *last_message; /* and its message */
@@ -257,7 +290,9 @@ void tide__conn_destroy(struct tide_evpool *p, uint32_t i);
 void tide__resource_destroy(struct tide_evpool *p, void *resource);
 /* A lent conn comes back to the core: idle (watched) or destroyed. */
 void tide__conn_give(struct tide_evpool *p, uint32_t i);
-void tide__report_failure(struct tide_evpool *p);
+/* Reports how a loan went to the breaker (see core.h, "What feeds the
+ * ward"). */
+void tide__report(struct tide_evpool *p, bool ok);
 
 /* serve.c */
 void tide__serve_schedule(struct tide_evpool *p);
@@ -275,6 +310,16 @@ void tide__waiters_free_all(struct tide_evpool *p);
 
 /* makes.c */
 void tide__make_start(struct tide_evpool *p, bool for_waiter);
+/* A resource younger than this when it dies untried was never really
+ * made: a server that accepts and closes, or greets and is read as
+ * unasked bytes, does it within milliseconds. One that lived longer and
+ * was closed by the server's idle timeout proved its make. */
+#define UNTRIED_SPAN TIDE_SEC(1)
+/* Settles the open make of conn i, if it is untried: `died` when it was
+ * found dead (lost, alive() false, a failed check) rather than lent or
+ * retired. Returns true when that counted as a failed make (so it is no
+ * further outcome of its own). */
+bool tide__conn_settle(struct tide_evpool *p, uint32_t i, bool died);
 void tide__makes_cancel_all(struct tide_evpool *p);
 void tide__makes_orphan_all(struct tide_evpool *p);
 void tide__checks_orphan_all(struct tide_evpool *p);

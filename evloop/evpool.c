@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "breaker_listen.h"
 #include "evloop_internal.h"
 
 #define PRESET(field, value)                                                   \
@@ -101,6 +102,14 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     tide__evpool_leave(p);
 }
 
+/* Whatever changed the breaker (a manual switch, the policy, a strategy),
+ * the pump runs: an open breaker fails the parked callers at once with
+ * the retry time, a closed one serves them again. */
+static void on_breaker_changed(void *arg)
+{
+    tide__serve_schedule(arg);
+}
+
 static void on_closed(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -153,6 +162,10 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
         return rc;
     }
     p->breaker = tide_pool_breaker(p->core);
+    if (p->breaker)
+        tide__breaker_listen(p->breaker, on_breaker_changed, p);
+    p->topup_backoff = tide_backoff_resolve(
+        o.ward.backoff ? *o.ward.backoff : (struct tide_backoff){0});
     event_assign(&p->pump, base, -1, 0, on_pump, p);
     event_assign(&p->retry, base, -1, 0, on_retry, p);
     event_assign(&p->closed_ev, base, -1, 0, on_closed, p);
@@ -200,6 +213,8 @@ void tide__evpool_check_closed(struct tide_evpool *p)
 
 int tide_evpool_close(struct tide_evpool *p, tide_closed_cb done, void *arg)
 {
+    if (!p)
+        return TIDE_EINVAL;
     if (p->closing)
         return TIDE_ECLOSED;
     p->closing = true;
@@ -238,6 +253,7 @@ static void free_now(struct tide_evpool *p)
     event_debug_unassign(&p->health.ev);
     event_debug_unassign(&p->leak.ev);
     event_debug_unassign(&p->lag.ev);
+    event_debug_unassign(&p->topup_wake);
     tide__waiters_free_all(p);
     tide__makes_orphan_all(p);
     tide__checks_orphan_all(p);
@@ -269,13 +285,17 @@ void tide_evpool_free(struct tide_evpool *p)
 
 struct tide_breaker *tide_evpool_breaker(struct tide_evpool *p)
 {
-    return p->breaker;
+    return p ? p->breaker : NULL;
 }
 
 void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
 {
-    int64_t now = tide__evpool_clock(p);
+    if (!out)
+        return;
     memset(out, 0, sizeof *out);
+    if (!p)
+        return;
+    int64_t now = tide__evpool_now(p);
     out->live = tide_pool_live(p->core);
     out->idle = tide_pool_idle(p->core);
     out->lent = p->lent;
@@ -300,10 +320,25 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->wait_p90 = tide__waits_quantile(&p->waits, 0.90);
     out->wait_p99 = tide__waits_quantile(&p->waits, 0.99);
     out->wait_max = p->waits.max;
+    out->acquires = c->acquires;
+    out->queue_full = c->queue_full;
+    out->cancels = c->cancels;
+    out->dirty = c->dirty;
+    struct waits recent;
+    tide__recent_merge(&p->recent, now, &recent);
+    out->recent_p50 = tide__waits_quantile(&recent, 0.50);
+    out->recent_p90 = tide__waits_quantile(&recent, 0.90);
+    out->recent_p99 = tide__waits_quantile(&recent, 0.99);
+    out->recent_max = recent.max;
 }
 
 int tide_evpool_last_error(const struct tide_evpool *p, char *buf, size_t len)
 {
+    if (!p) {
+        if (buf && len > 0)
+            buf[0] = '\0';
+        return TIDE_EINVAL;
+    }
     if (buf && len > 0) {
         const char *m = p->last_message ? p->last_message : "";
         size_t n = strlen(m);

@@ -37,6 +37,8 @@ void tide__health_round(struct tide_evpool *p)
 
 void tide_evpool_checked(struct tide_check *t, bool ok)
 {
+    if (!t)
+        return;
     struct tide_evpool *p = t->pool;
     if (!p) { /* the pool is gone: the resource was left to us */
         t->destroy(t->resource, t->destroy_arg);
@@ -53,8 +55,11 @@ void tide_evpool_checked(struct tide_check *t, bool ok)
         return;
     }
     if (!ok) {
+        /* a failed check is the backend's failure (and, for one that never
+         * served, its make's) */
         p->counters.health_failures++;
-        tide__report_failure(p);
+        if (!tide__conn_settle(p, i, true))
+            tide__report(p, false);
     }
     tide__conn_destroy(p, i);
 }

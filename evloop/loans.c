@@ -6,6 +6,8 @@
 void tide__loan_start(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
+    if (c->untried)
+        (void)tide__conn_settle(p, i, false); /* its first loan proves it */
     c->state = CONN_LENT;
     c->lent_at = p->now;
     c->loans++;
@@ -21,10 +23,9 @@ void tide__loan_undo(struct tide_evpool *p, uint32_t i)
     tide__conn_give(p, i);
 }
 
-void tide__report_failure(struct tide_evpool *p)
+void tide__report(struct tide_evpool *p, bool ok)
 {
-    if (p->breaker)
-        tide_breaker_failure(p->breaker, p->now);
+    tide_pool_report(p->core, p->now, ok);
 }
 
 void tide__resource_destroy(struct tide_evpool *p, void *resource)
@@ -113,8 +114,10 @@ uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
     p->lent++;
     tide__conn_leave_idle(p, i, CONN_LENT);
     if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
+        /* found dead while idle: the server closed it, which says nothing
+         * of the backend, unless it never served */
         p->counters.health_failures++;
-        tide__report_failure(p);
+        (void)tide__conn_settle(p, i, true);
         tide__conn_destroy(p, i);
         return CONN_NONE;
     }
@@ -127,6 +130,9 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
     if (!resource)
         return TIDE_EINVAL;
     *resource = NULL;
+    if (!p)
+        return TIDE_EINVAL;
+    p->counters.acquires++;
     if (p->closing)
         return TIDE_ECLOSED;
     if (p->queued.count > 0) /* never a barge past queued callers */
@@ -144,6 +150,13 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         uint32_t i = tide__conn_take_idle(p, t);
         if (i == CONN_NONE)
             continue;
+        if (p->closing || p->queued.count > 0) {
+            /* alive() or watch() closed the pool, or queued a caller who
+             * now comes first: the resource goes back, unlent */
+            tide__conn_give(p, i);
+            rc = p->closing ? TIDE_ECLOSED : TIDE_EWOULDBLOCK;
+            break;
+        }
         tide__loan_start(p, i);
         *resource = t.item;
         rc = 0;
@@ -156,6 +169,8 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
 
 int tide_evpool_release(struct tide_evpool *p, void *resource)
 {
+    if (!p)
+        return TIDE_EINVAL;
     uint32_t i;
     int rc = find_lent(p, resource, &i);
     if (rc)
@@ -166,10 +181,11 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
                   (int64_t)c->loans >= p->retire_after;
     bool broken = !retire && !p->closing && p->factory.reusable &&
                   !p->factory.reusable(resource, p->factory.arg);
-    if (broken) {
-        p->counters.health_failures++;
-        tide__report_failure(p);
-    }
+    /* an accepted release is the backend's success; one the factory
+     * refuses (unread bytes, a request half written) is a failure */
+    if (broken)
+        p->counters.dirty++;
+    tide__report(p, !broken);
     if (retire || broken) {
         tide__conn_destroy(p, i);
         return 0;
@@ -181,18 +197,22 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
 
 int tide_evpool_discard(struct tide_evpool *p, void *resource)
 {
+    if (!p)
+        return TIDE_EINVAL;
     uint32_t i;
     int rc = find_lent(p, resource, &i);
     if (rc)
         return rc;
     tide__evpool_now(p);
-    tide__report_failure(p);
+    tide__report(p, false);
     tide__conn_destroy(p, i);
     return 0;
 }
 
 int tide_evpool_lost(struct tide_evpool *p, void *resource)
 {
+    if (!p)
+        return TIDE_EINVAL;
     uint32_t i = tide__conn_find(p, resource);
     if (i == CONN_NONE)
         return resource ? TIDE_EUNKNOWN : TIDE_EINVAL;
@@ -200,6 +220,9 @@ int tide_evpool_lost(struct tide_evpool *p, void *resource)
         return TIDE_ENOTIDLE;
     tide__evpool_now(p);
     p->counters.lost++;
+    /* a server closing an idle connection is no backend failure; one
+     * that never served was never really made */
+    (void)tide__conn_settle(p, i, true);
     tide__conn_destroy(p, i);
     return 0;
 }

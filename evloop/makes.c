@@ -21,6 +21,26 @@ static void remember_error(struct tide_evpool *p, int code, const char *message)
         memcpy(p->last_message, m, n);
 }
 
+/* The top-up waits out a jittered, growing delay after each failed make,
+ * so a minimum against a server that fails every connection (or accepts
+ * and closes it) asks again a few times a second at first and once a
+ * second soon after, never in a storm. */
+static void topup_hold(struct tide_evpool *p)
+{
+    int retry = p->topup_failures < 64 ? p->topup_failures : 64;
+    p->topup_failures++;
+    p->topup_previous = tide_backoff_delay(
+        &p->topup_backoff, retry, tide__evpool_roll(p), p->topup_previous);
+    p->topup_after = tide__after(p->now, p->topup_previous);
+}
+
+static void topup_release(struct tide_evpool *p)
+{
+    p->topup_failures = 0;
+    p->topup_previous = 0;
+    p->topup_after = 0;
+}
+
 /* The core forgets the reservation as a failure; a waiter that needed it
  * gets the error, exactly once. */
 static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
@@ -30,15 +50,12 @@ static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
     (void)tide_pool_unmade(p->core, p->now, tide__evpool_roll(p));
     p->counters.make_failures++;
     remember_error(p, code, message);
+    topup_hold(p);
     if (for_waiter) {
         p->makes_for_waiters--;
         if (p->queued.count > 0)
             tide__waiter_answer(p, p->queued.head, code, NULL, TIDE_GUARD_NONE,
                                 0, p->last_message);
-    } else {
-        /* a failed top-up waits a round before it tries again (the
-         * period is finite even with eviction off: see upkeep.c) */
-        p->topup_after = tide__after(p->now, p->evict.period);
     }
     tide__serve_schedule(p);
     tide__evpool_check_closed(p);
@@ -119,6 +136,8 @@ static struct tide_evpool *token_done(struct tide_make *t)
 
 void tide_evpool_made(struct tide_make *t, void *resource)
 {
+    if (!t)
+        return;
     struct tide_evpool *owner = t->pool;
     struct tide_evpool *p = token_done(t);
     bool for_waiter = t->for_waiter;
@@ -158,7 +177,10 @@ void tide_evpool_made(struct tide_make *t, void *resource)
     p->makes_pending--;
     if (for_waiter)
         p->makes_for_waiters--;
-    (void)tide_pool_made(p->core, resource, p->now); /* a reservation is open */
+    /* a reservation is open; the make's outcome waits for the first loan */
+    (void)tide_pool_made_untried(p->core, resource, p->now);
+    p->conns[i].untried = true;
+    p->conns[i].lent_at = p->now;
     p->counters.made++;
     /* a waiter answered from now on did not wait on a failing factory */
     p->make_error = 0;
@@ -168,6 +190,8 @@ void tide_evpool_made(struct tide_make *t, void *resource)
 
 void tide_evpool_unmade(struct tide_make *t, int code, const char *message)
 {
+    if (!t)
+        return;
     struct tide_evpool *p = token_done(t);
     if (p) {
         tide__evpool_clock(p);
@@ -178,7 +202,32 @@ void tide_evpool_unmade(struct tide_make *t, int code, const char *message)
 
 struct tide_evpool *tide_make_pool(const struct tide_make *t)
 {
-    return t->pool;
+    return t ? t->pool : NULL;
+}
+
+/* A make is proven by its resource's first loan, not by the factory's
+ * answer: a connection the server accepts and closes at once, or greets
+ * with bytes nobody asked for, is answered "made" and is dead before
+ * anyone can use it. Counted as made, such makes would reset the backoff
+ * and the breaker every time, and a minimum would refill in a storm of
+ * thousands of connects a second. */
+bool tide__conn_settle(struct tide_evpool *p, uint32_t i, bool died)
+{
+    struct conn *c = &p->conns[i];
+    if (!c->untried)
+        return false;
+    c->untried = false;
+    if (died && p->now - c->lent_at < UNTRIED_SPAN) {
+        tide_pool_tried(p->core, p->now, tide__evpool_roll(p), false);
+        p->counters.make_failures++;
+        remember_error(p, TIDE_EUNPROVEN, NULL);
+        topup_hold(p);
+        return true;
+    }
+    tide_pool_tried(p->core, p->now, 0.0, true);
+    topup_release(p);
+    p->make_error = 0;
+    return false;
 }
 
 void tide__makes_cancel_all(struct tide_evpool *p)

@@ -51,13 +51,28 @@ void tide__serve_made(struct tide_evpool *p, uint32_t i)
     tide__conn_give(p, i);
 }
 
+/* Whether the pump may go on after user code ran (a factory hook, which
+ * may close or free the pool, or cancel and add waiters). */
+static bool may_go_on(const struct tide_evpool *p)
+{
+    return !p->free_pending && !p->closing;
+}
+
 /* Lends an idle resource taken from the core to the oldest waiter, unless
- * it is stale or the validator says it is dead. */
+ * it is stale or the validator says it is dead. The hooks that ran on the
+ * way (watch, alive) may have closed the pool or cancelled every waiter:
+ * then the resource goes back, unlent, instead of to a head that is no
+ * longer there. */
 static void lend_idle(struct tide_evpool *p, struct tide_taken t)
 {
     uint32_t i = tide__conn_take_idle(p, t);
-    if (i != CONN_NONE)
-        hand_over(p, i);
+    if (i == CONN_NONE)
+        return;
+    if (!may_go_on(p) || p->queued.count == 0) {
+        tide__conn_give(p, i);
+        return;
+    }
+    hand_over(p, i);
 }
 
 /* The oldest waiter that no make in flight is coming for, or NULL. Makes
@@ -91,10 +106,11 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
     return true;
 }
 
-/* One pass over the queue: stops when the head must wait. */
+/* One pass over the queue: stops when the head must wait, or when user
+ * code run on the way closed or freed the pool. */
 static void serve_waiters(struct tide_evpool *p)
 {
-    while (p->queued.count > 0) {
+    while (p->queued.count > 0 && may_go_on(p)) {
         bool idle = tide_pool_idle(p->core) > 0;
         if (!idle && p->makes_for_waiters >= p->queued.count)
             return; /* every waiter without a resource has a make coming */
@@ -124,6 +140,8 @@ static void serve_waiters(struct tide_evpool *p)
 void tide__serve(struct tide_evpool *p)
 {
     serve_waiters(p);
+    if (p->free_pending)
+        return; /* freed from a hook: nothing is left to serve */
     drop_retry_if_unwanted(p);
     tide__topup(p);
     tide__waiters_deliver(p);

@@ -38,19 +38,57 @@ static void destroy_evicted(struct tide_evpool *p)
     } while (n == 64);
 }
 
+/* Wakes the top-up when its hold ends: a minimum made again on time, not
+ * at the next eviction round. */
+static void wake_topup(struct tide_evpool *p)
+{
+    if (p->topup_waking || p->topup_after == TIDE_FOREVER)
+        return;
+    struct timeval tv;
+    tide__timeval(p->topup_after - p->now, &tv);
+    event_add(&p->topup_wake, &tv);
+    p->topup_waking = true;
+}
+
+static void stop_topup_wake(struct tide_evpool *p)
+{
+    if (p->topup_waking)
+        event_del(&p->topup_wake);
+    p->topup_waking = false;
+}
+
+static void on_topup_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_evpool *p = arg;
+    p->topup_waking = false;
+    tide__evpool_enter(p);
+    tide__serve(p);
+    tide__evpool_leave(p);
+}
+
 void tide__topup(struct tide_evpool *p)
 {
     if (p->closing || p->min == 0)
         return;
-    while (tide_pool_live(p->core) < p->min && p->now >= p->topup_after) {
+    while (tide_pool_live(p->core) < p->min) {
+        if (p->now < p->topup_after) {
+            wake_topup(p);
+            return;
+        }
         struct tide_taken t =
             tide_pool_grow(p->core, p->now, tide__evpool_roll(p));
         if (t.answer != TIDE_MAKE) {
-            if (t.answer == TIDE_LATER)
+            if (t.answer == TIDE_LATER) {
                 p->topup_after = tide__after(p->now, t.span);
+                wake_topup(p);
+            }
             return;
         }
         tide__make_start(p, false);
+        if (p->free_pending)
+            return; /* the factory freed the pool from inside make */
     }
 }
 
@@ -127,6 +165,7 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                          : period > TIDE_SEC(1) ? TIDE_SEC(1)
                                                 : period;
     }
+    event_assign(&p->topup_wake, p->base, -1, 0, on_topup_wake, p);
     timer_init(p, &p->evict, evict_work);
     timer_init(p, &p->health, tide__health_round);
     timer_init(p, &p->leak, scan_leaks);
@@ -152,6 +191,8 @@ void tide__upkeep_sync(struct tide_evpool *p)
     int64_t idle = tide_pool_idle(p->core);
     int64_t live = tide_pool_live(p->core);
     bool topping_up = !p->closing && live < p->min;
+    if (!topping_up)
+        stop_topup_wake(p);
     want(p, &p->evict, (idle > 0 && p->evicting) || topping_up);
     want(p, &p->health, idle > 0 && !p->closing);
     want(p, &p->leak, p->lent > 0);
@@ -160,6 +201,7 @@ void tide__upkeep_sync(struct tide_evpool *p)
 
 void tide__upkeep_stop(struct tide_evpool *p)
 {
+    stop_topup_wake(p);
     stop(&p->evict);
     stop(&p->health);
     stop(&p->leak);

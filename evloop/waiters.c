@@ -75,8 +75,11 @@ void tide__waiters_deliver(struct tide_evpool *p)
     while (p->ready.head && !p->free_pending) {
         struct tide_acquire *w = p->ready.head;
         TIDE__LIST_UNLINK(&p->ready, w);
-        if (w->status == 0)
+        w->state = WAITER_DELIVERING;
+        if (w->status == 0) {
             tide__waits_add(&p->waits, p->now - w->start);
+            tide__recent_add(&p->recent, p->now, p->now - w->start);
+        }
         if (w->cb)
             w->cb(p, w->status, w->resource, &w->why, w->arg);
         waiter_free(w);
@@ -109,10 +112,13 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
         *handle = NULL;
     if (!p || !cb || timeout < 0)
         return TIDE_EINVAL;
+    p->counters.acquires++;
     if (p->closing)
         return TIDE_ECLOSED;
-    if (p->queue_max != TIDE_UNLIMITED && p->queued.count >= p->queue_max)
+    if (p->queue_max != TIDE_UNLIMITED && p->queued.count >= p->queue_max) {
+        p->counters.queue_full++;
         return TIDE_EQUEUEFULL;
+    }
     struct tide_acquire *w = calloc(1, sizeof *w);
     if (!w)
         return TIDE_ENOMEM;
@@ -137,9 +143,12 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
 
 void tide_evpool_cancel(struct tide_acquire *w, bool notify)
 {
-    if (!w)
+    /* from inside its own callback the answer is already given: nothing
+     * is left to cancel */
+    if (!w || w->state == WAITER_DELIVERING)
         return;
     struct tide_evpool *p = w->pool;
+    p->counters.cancels++;
     if (w->state == WAITER_QUEUED) {
         if (notify) {
             tide__waiter_answer(p, w, TIDE_ECANCELLED, NULL, TIDE_GUARD_NONE, 0,

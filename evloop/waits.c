@@ -1,5 +1,7 @@
 /* The acquire-wait distribution: a log-linear histogram (8 steps per power
  * of two, so a quantile is within 12.5% of the truth) in fixed memory. */
+#include <string.h>
+
 #include "evloop_internal.h"
 
 static unsigned bucket_of(int64_t ns)
@@ -50,4 +52,41 @@ int64_t tide__waits_quantile(const struct waits *w, double q)
         }
     }
     return w->max;
+}
+
+void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
+{
+    int64_t slice = now / RECENT_SLICE;
+    if (!r->started) {
+        r->started = true;
+        r->newest = slice;
+    }
+    /* moved on: clear the slices that fell out of the ring since */
+    for (int64_t k = r->newest + 1;
+         k <= slice && k <= r->newest + RECENT_SLICES; k++) {
+        struct waits *w = &r->slices[k % RECENT_SLICES];
+        memset(w, 0, sizeof *w);
+    }
+    if (slice > r->newest)
+        r->newest = slice;
+    /* a clock that went back counts into the newest slice */
+    tide__waits_add(&r->slices[r->newest % RECENT_SLICES], ns);
+}
+
+void tide__recent_merge(struct recent_waits *r, int64_t now, struct waits *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!r->started)
+        return;
+    int64_t slice = now / RECENT_SLICE;
+    for (int64_t k = r->newest; k > r->newest - RECENT_SLICES && k >= 0; k--) {
+        if (k <= slice - RECENT_SLICES)
+            break; /* older than the window: nothing here counts */
+        const struct waits *w = &r->slices[k % RECENT_SLICES];
+        for (unsigned b = 0; b < WAITS_BUCKETS; b++)
+            out->buckets[b] += w->buckets[b];
+        out->count += w->count;
+        if (w->max > out->max)
+            out->max = w->max;
+    }
 }

@@ -14,6 +14,25 @@
  * The application must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN)): libevent
  * writes without MSG_NOSIGNAL, and a write to a closed peer must be an error,
  * not the end of the process.
+ *
+ * What feeds the breaker (and backoff), as in core.h: an accepted release
+ * and a successful make are successes; a failed make, a discard, a release
+ * that reusable() refuses and a failed health check are failures. A make
+ * succeeds when its resource is first lent: one found dead before that
+ * (lost, alive() false, a failed check, within a second of being made) was
+ * never really made, and counts as a failed make, for backoff too. A
+ * resource that dies while idle after serving (a server closing idle
+ * connections) is no outcome. The top-up to `min` backs off after failed
+ * makes (the ward's backoff, or the preset: 100 ms doubling to 1 s,
+ * jittered) even with no backoff in the ward, so a server that accepts and
+ * closes at once, or speaks first, is not stormed with connects. Whatever
+ * opens the breaker (tide_breaker_deactivate by hand, the policy, a
+ * strategy), the callers parked on it are failed at once with
+ * TIDE_EUNAVAILABLE and the retry time; closing it serves them again.
+ *
+ * NULL: a function returning int answers TIDE_EINVAL for a NULL pool,
+ * token or required pointer; the void ones do nothing with NULL, as
+ * free(NULL) does.
  */
 #ifndef TIDEPOOL_EVLOOP_H
 #define TIDEPOOL_EVLOOP_H
@@ -37,6 +56,9 @@ enum tide_evloop_error {
     TIDE_EMAKETIMEDOUT = -25, /* the factory did not answer in make_timeout */
     TIDE_EWOULDBLOCK = -26,   /* try_acquire: nothing idle to hand out now */
     TIDE_EBUSY = -27,         /* release/discard of a resource not lent */
+    TIDE_EUNPROVEN = -28,     /* made, then found dead before its first
+                                 loan (the peer closed it or spoke first):
+                                 counted as a failed make */
 };
 
 struct tide_evpool;
@@ -184,8 +206,15 @@ TIDE_API void tide_evpool_cancel(struct tide_acquire *h, bool notify);
 TIDE_API int tide_evpool_try_acquire(struct tide_evpool *p, void **resource);
 
 /* Gives a lent resource back; it goes to the oldest waiter, else idle, else
- * (idle full, retired, not reusable) it is destroyed. 0, or TIDE_EBUSY /
- * TIDE_EUNKNOWN when it is not a resource lent by this pool. */
+ * (idle full, retired, not reusable) it is destroyed. An accepted release
+ * is a success for the breaker; one reusable() refuses (a connection with
+ * unread bytes, a request half written) is destroyed, counted in
+ * stats.dirty, and a failure. 0, or TIDE_EBUSY / TIDE_EUNKNOWN when it is
+ * not a resource lent by this pool.
+ * A second release of the same pointer is caught only while the resource
+ * is not lent again: once the pool has lent it to another caller, a stale
+ * release looks exactly like that caller's, since resources are known by
+ * their address. Release once. */
 TIDE_API int tide_evpool_release(struct tide_evpool *p, void *resource);
 
 /* Gives back a broken one: destroyed, and its place wakes a waiter. It also
@@ -235,13 +264,24 @@ struct tide_evpool_stats {
     uint64_t evicted;  /* destroyed by the eviction timer */
     uint64_t health_failures;
     uint64_t leaks;
-    uint64_t lost; /* idle resources found dead */
+    uint64_t lost;       /* idle resources found dead */
+    uint64_t acquires;   /* acquire and try_acquire calls */
+    uint64_t queue_full; /* acquires refused: the queue was at its bound */
+    uint64_t cancels;    /* acquires cancelled before their answer */
+    uint64_t dirty;      /* releases reusable() refused (unread bytes, a
+                            request half written): destroyed */
     /* acquire-wait distribution (ns), from acquire to callback, served
      * acquires only; 0 before the first */
     int64_t wait_p50;
     int64_t wait_p90;
     int64_t wait_p99;
     int64_t wait_max;
+    /* the same over the last minute (in 15 s steps), so a recent spike is
+     * not lost in a long life */
+    int64_t recent_p50;
+    int64_t recent_p90;
+    int64_t recent_p99;
+    int64_t recent_max;
 };
 
 TIDE_API void tide_evpool_stats(struct tide_evpool *p,

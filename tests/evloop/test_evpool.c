@@ -373,6 +373,71 @@ START_TEST(stats_count_and_wait_percentiles)
 }
 END_TEST
 
+/* Each counter the stats add up: acquires, queue-full refusals, cancels,
+ * dirty releases, and the recent waits beside the lifetime ones. */
+START_TEST(stats_count_acquires_refusals_cancels_and_dirty_releases)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .queue_max = 1};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct tide_acquire *h;
+    struct answer *b = acquire(0, &h);
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, never_called, NULL, NULL),
+                     TIDE_EQUEUEFULL);
+    tide_evpool_cancel(h, false);
+    b->calls = 1; /* cancelled without notify: no answer is due */
+    void *got = NULL;
+    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, &got), TIDE_EWOULDBLOCK);
+    ((struct fake *)a->resource)->broken = true;
+    release(a);
+    struct answer *c = acquired();
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.acquires, 5); /* a, b, the refused one, try, c */
+    ck_assert_uint_eq(s.queue_full, 1);
+    ck_assert_uint_eq(s.cancels, 1);
+    ck_assert_uint_eq(s.dirty, 1);
+    ck_assert_int_le(s.recent_p50, s.recent_p99);
+    ck_assert_int_le(s.recent_p99, s.recent_max);
+    ck_assert_int_eq(s.recent_max, s.wait_max); /* all within the minute */
+    release(c);
+}
+END_TEST
+
+/* Every entry point takes a NULL pool, token or out pointer calmly: an
+ * error code, or nothing at all. */
+START_TEST(null_is_refused_everywhere)
+{
+    fixture_pool(NULL);
+    void *got = (void *)1;
+    char buf[8] = "x";
+    struct tide_evpool_stats s;
+    ck_assert_int_eq(tide_evpool_close(NULL, NULL, NULL), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_try_acquire(NULL, &got), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_try_acquire(fx->pool, NULL), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_release(NULL, &got), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_release(fx->pool, NULL), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_discard(NULL, &got), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_discard(fx->pool, NULL), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_lost(NULL, &got), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_lost(fx->pool, NULL), TIDE_EINVAL);
+    ck_assert_int_eq(tide_evpool_last_error(NULL, buf, sizeof buf),
+                     TIDE_EINVAL);
+    ck_assert_str_eq(buf, "");
+    ck_assert_ptr_null(tide_evpool_breaker(NULL));
+    ck_assert_ptr_null(tide_make_pool(NULL));
+    tide_evpool_stats(NULL, &s);
+    ck_assert_int_eq(s.live, 0);
+    tide_evpool_stats(fx->pool, NULL);
+    tide_evpool_made(NULL, &got);
+    tide_evpool_unmade(NULL, TIDE_EMAKE, "x");
+    tide_evpool_checked(NULL, true);
+    tide_evpool_cancel(NULL, false);
+    tide_evpool_free(NULL);
+    ck_assert_int_eq(fx->makes, 0);
+}
+END_TEST
+
 START_TEST(error_table_knows_the_evloop_codes)
 {
     static const struct {
@@ -387,6 +452,7 @@ START_TEST(error_table_knows_the_evloop_codes)
         {TIDE_EMAKETIMEDOUT, "TIDE_EMAKETIMEDOUT"},
         {TIDE_EWOULDBLOCK, "TIDE_EWOULDBLOCK"},
         {TIDE_EBUSY, "TIDE_EBUSY"},
+        {TIDE_EUNPROVEN, "TIDE_EUNPROVEN"},
     };
     const char *unknown = tide_strerror(-999);
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
@@ -430,6 +496,9 @@ static Suite *evpool_suite(void)
     tc = tcase_create("stats");
     fixture_add(tc);
     tcase_add_test(tc, stats_count_and_wait_percentiles);
+    tcase_add_test(tc,
+                   stats_count_acquires_refusals_cancels_and_dirty_releases);
+    tcase_add_test(tc, null_is_refused_everywhere);
     tcase_add_test(tc, error_table_knows_the_evloop_codes);
     suite_add_tcase(s, tc);
     return s;

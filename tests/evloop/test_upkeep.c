@@ -86,6 +86,60 @@ START_TEST(min_is_topped_up_with_eviction_off)
 }
 END_TEST
 
+/* A server that accepts and closes at once (Redis at maxclients): every
+ * connection of the minimum is lost before its first loan. Each counts as
+ * a failed make, and the top-up backs off with no backoff in the ward:
+ * rounds at about 0, 0.2, 1.0 and 2.0 s. It used to refill at once, in a
+ * storm of thousands a second. */
+START_TEST(minimum_against_a_server_that_closes_at_once_backs_off)
+{
+    struct tide_evpool_options o = {.min = 2};
+    fx->lose_when_idle = true;
+    fixture_pool(&o);
+    run_ms(2000);
+    ck_assert_int_ge(fx->makes, 4);  /* it keeps trying */
+    ck_assert_int_le(fx->makes, 10); /* a few rounds, not a storm */
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.make_failures, (uint64_t)fx->makes);
+    ck_assert_uint_eq(s.lost, (uint64_t)fx->makes);
+    ck_assert_int_eq(tide_evpool_last_error(fx->pool, NULL, 0), TIDE_EUNPROVEN);
+    fx->lose_when_idle = false;
+}
+END_TEST
+
+/* Makes that fail outright back off the same way, ward or not. */
+START_TEST(minimum_backs_off_after_failed_makes_without_a_ward)
+{
+    struct tide_evpool_options o = {.min = 2};
+    fx->mode = MAKE_FAIL;
+    fixture_pool(&o);
+    run_ms(2000);
+    ck_assert_int_ge(fx->makes, 4);
+    ck_assert_int_le(fx->makes, 10);
+    fx->mode = MAKE_NOW;
+}
+END_TEST
+
+/* Once a make is proven (its first loan), the backoff is forgotten: a
+ * discard is replaced at once. */
+START_TEST(proven_make_lifts_the_topup_backoff)
+{
+    struct tide_evpool_options o = {.min = 1};
+    fx->plan[0] = fx->plan[1] = fx->plan[2] = MAKE_FAIL;
+    fx->n_plan = 3;
+    fixture_pool(&o);
+    ck_assert(run_until(min_is_up_one, 3000));
+    ck_assert_int_eq(fx->makes, 4);
+    struct answer *a = acquired();
+    void *r = a->resource;
+    a->resource = NULL;
+    ck_assert_int_eq(tide_evpool_discard(fx->pool, r), 0);
+    run_ms(20);
+    ck_assert_int_eq(fx->makes, 5);
+    ck_assert_int_eq(stats().idle, 1);
+}
+END_TEST
+
 START_TEST(huge_spans_do_not_overflow)
 {
     /* finite but as large as they come: nothing may wrap (UBSan watches) */
@@ -251,6 +305,9 @@ static Suite *upkeep_suite(void)
         tc, prewarm_partial_failure_does_not_fail_the_pool_and_tops_up_later);
     tcase_add_test(tc, min_is_kept_after_a_discard);
     tcase_add_test(tc, min_is_topped_up_with_eviction_off);
+    tcase_add_test(tc, minimum_against_a_server_that_closes_at_once_backs_off);
+    tcase_add_test(tc, minimum_backs_off_after_failed_makes_without_a_ward);
+    tcase_add_test(tc, proven_make_lifts_the_topup_backoff);
     tcase_add_test(tc, huge_spans_do_not_overflow);
     suite_add_tcase(s, tc);
 

@@ -317,6 +317,44 @@ START_TEST(acquire_refuses_bad_arguments)
 }
 END_TEST
 
+/* Cancelling an acquire from inside its own callback: the answer is given,
+ * so there is nothing to cancel. It used to unlink the waiter from a list
+ * it was no longer on and free it twice. */
+static struct tide_acquire *self_handle;
+static int self_calls;
+
+static void cancels_itself(struct tide_evpool *pool, int status, void *res,
+                           const struct tide_why *why, void *arg)
+{
+    (void)why;
+    (void)arg;
+    self_calls++;
+    ck_assert_int_eq(status, 0);
+    tide_evpool_cancel(self_handle, true);
+    tide_evpool_cancel(self_handle, false);
+    ck_assert_int_eq(tide_evpool_release(pool, res), 0);
+}
+
+START_TEST(cancel_from_inside_its_own_callback_is_a_no_op)
+{
+    self_calls = 0;
+    fixture_pool(NULL);
+    struct answer *before = acquire(0, NULL);
+    ck_assert_int_eq(
+        tide_evpool_acquire(fx->pool, 0, cancels_itself, NULL, &self_handle),
+        0);
+    struct answer *after = acquire(0, NULL);
+    ck_assert(run_until_answered(after, 1000));
+    run_ms(5);
+    ck_assert_int_eq(self_calls, 1);
+    ck_assert_int_eq(before->status, 0);
+    ck_assert_int_eq(after->status, 0);
+    ck_assert_uint_eq(stats().cancels, 0);
+    release(before);
+    release(after);
+}
+END_TEST
+
 static Suite *waiters_suite(void)
 {
     Suite *s = suite_create("waiters");
@@ -327,6 +365,7 @@ static Suite *waiters_suite(void)
     tcase_add_test(tc, made_resources_go_to_the_oldest_waiter);
     tcase_add_test(tc, release_does_not_barge);
     tcase_add_test(tc, release_from_inside_the_callback_serves_the_next);
+    tcase_add_test(tc, cancel_from_inside_its_own_callback_is_a_no_op);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cancel");

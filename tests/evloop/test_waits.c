@@ -1,5 +1,7 @@
 /* tests for evloop/waits.c: the acquire-wait histogram behind the stats'
  * percentiles (driven directly: it is a pure function of what it saw). */
+#include <string.h>
+
 #include "evloop_internal.h"
 
 #include "runner.h"
@@ -59,6 +61,34 @@ START_TEST(huge_waits_stay_in_range)
 }
 END_TEST
 
+/* The recent waits move on in slices: a wait counts for about a minute,
+ * then only the lifetime figures keep it. */
+START_TEST(recent_waits_forget_after_a_minute)
+{
+    static struct recent_waits r; /* 16 KiB: off the stack */
+    static struct waits m;
+    memset(&r, 0, sizeof r);
+    int64_t t0 = TIDE_SEC(1000);
+    tide__recent_merge(&r, t0, &m);
+    ck_assert_uint_eq(m.count, 0);
+    tide__recent_add(&r, t0, TIDE_MS(500)); /* a spike */
+    for (int k = 0; k < 99; k++)
+        tide__recent_add(&r, t0 + TIDE_SEC(1), TIDE_US(10));
+    tide__recent_merge(&r, t0 + TIDE_SEC(30), &m);
+    ck_assert_uint_eq(m.count, 100);
+    ck_assert_int_eq(m.max, TIDE_MS(500));
+    ck_assert_int_ge(tide__waits_quantile(&m, 0.995), TIDE_MS(400));
+    /* a minute and a slice later the spike is gone */
+    tide__recent_add(&r, t0 + TIDE_SEC(76), TIDE_US(20));
+    tide__recent_merge(&r, t0 + TIDE_SEC(76), &m);
+    ck_assert_uint_eq(m.count, 1);
+    ck_assert_int_eq(m.max, TIDE_US(20));
+    /* and with nothing added, merging later still drops the old slices */
+    tide__recent_merge(&r, t0 + TIDE_SEC(200), &m);
+    ck_assert_uint_eq(m.count, 0);
+}
+END_TEST
+
 static Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
@@ -67,6 +97,7 @@ static Suite *waits_suite(void)
     tcase_add_test(tc, small_waits_are_exact);
     tcase_add_test(tc, quantiles_are_within_an_eighth);
     tcase_add_test(tc, huge_waits_stay_in_range);
+    tcase_add_test(tc, recent_waits_forget_after_a_minute);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,6 +2,8 @@
  * breaker or shedder sheds and waits out what the bucket or backoff holds
  * back; makes.c and loans.c report every success and failure to the
  * breaker. */
+#include <string.h>
+
 #include "fixture.h"
 
 START_TEST(pool_without_a_breaker_has_none)
@@ -151,6 +153,17 @@ static const struct tide_breaker_strategy counting = {
     .should_recover = should_recover,
 };
 
+static struct tide_evpool_options counted(struct reports *r,
+                                          struct tide_breaker_options *b)
+{
+    *b = (struct tide_breaker_options){.policy = TIDE_BREAKER_CUSTOM,
+                                       .strategy = &counting,
+                                       .strategy_arg = r};
+    return (struct tide_evpool_options){.limits = TIDE_LIMITS(.size = 3),
+                                        .health_interval = TIDE_FOREVER,
+                                        .ward = {.breaker = b}};
+}
+
 START_TEST(strategy_hears_every_success_and_failure)
 {
     struct reports r = {0};
@@ -177,16 +190,20 @@ START_TEST(strategy_hears_every_success_and_failure)
     release(b2); /* failure 3 */
     ck_assert_int_eq(r.failures, 3);
     struct answer *d = acquired(); /* success 3 */
-    struct fake *fd = release(d);
-    fd->dead = true;
-    struct answer *e = acquired(); /* failure 4 (alive), then success 4 */
-    ck_assert_ptr_ne(e->resource, fd);
+    struct fake *fd = release(d);  /* an accepted release: success 4 */
     ck_assert_int_eq(r.successes, 4);
-    ck_assert_int_eq(r.failures, 4);
+    fd->dead = true;
+    /* found dead while idle after serving: no outcome; then a make,
+     * success 5 */
+    struct answer *e = acquired();
+    ck_assert_ptr_ne(e->resource, fd);
+    ck_assert_int_eq(r.successes, 5);
+    ck_assert_int_eq(r.failures, 3);
     struct tide_evpool_stats s = stats();
     ck_assert_uint_eq(s.made, 4);
     ck_assert_uint_eq(s.make_failures, 1);
-    ck_assert_uint_eq(s.health_failures, 2);
+    ck_assert_uint_eq(s.health_failures, 1);
+    ck_assert_uint_eq(s.dirty, 1);
 }
 END_TEST
 
@@ -211,6 +228,302 @@ START_TEST(strategy_installed_on_the_pools_breaker)
     ck_assert_int_eq(c->status, TIDE_EUNAVAILABLE);
     ck_assert_int_eq(c->guard, TIDE_GUARD_BREAKER);
     ck_assert_int_eq(fx->makes, 1);
+}
+END_TEST
+
+/* ---- what feeds the breaker ------------------------------------------ */
+
+static int64_t want_idle;
+static const struct fake *want_destroyed;
+
+static bool idle_reached(void)
+{
+    return stats().idle >= want_idle;
+}
+
+static bool destroyed_once(void)
+{
+    return want_destroyed->destroyed == 1;
+}
+
+static bool run_until_idle(int64_t n, int ms)
+{
+    want_idle = n;
+    return run_until(idle_reached, ms);
+}
+
+static bool run_until_destroyed(const struct fake *f, int ms)
+{
+    want_destroyed = f;
+    return run_until(destroyed_once, ms);
+}
+
+/* Five discards spread over a thousand good loans, under STRIKES: every
+ * accepted release is a success, so there are never five failures in a
+ * row and the breaker stays ACTIVE. (It used to hear only bad news: five
+ * discards opened it while the pool sat on healthy idle connections.) */
+START_TEST(five_discards_among_1000_loans_leave_strikes_active)
+{
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 11),
+                                    .health_interval = TIDE_FOREVER,
+                                    .ward = {.breaker = &b}};
+    fixture_pool(&o);
+    /* warm: eleven made and idle, as under load */
+    struct answer *warm[11];
+    for (int k = 0; k < 11; k++)
+        warm[k] = acquired();
+    for (int k = 0; k < 11; k++)
+        release(warm[k]);
+    fx->n_answers = 0;
+    for (int k = 0; k < 1000; k++) {
+        struct answer *a = acquired();
+        ck_assert_int_eq(a->status, 0);
+        if (k % 200 == 199) {
+            void *r = a->resource;
+            a->resource = NULL;
+            ck_assert_int_eq(tide_evpool_discard(fx->pool, r), 0);
+        } else {
+            release(a);
+        }
+        fx->n_answers = 0; /* the slots are reused; each was answered once */
+    }
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.breaker, TIDE_BREAKER_ACTIVE);
+    ck_assert_uint_eq(s.shed, 0);
+    ck_assert_uint_eq(s.made, 11); /* every loan after the warm-up from idle */
+    ck_assert_int_eq(s.idle, 6);
+}
+END_TEST
+
+START_TEST(five_discards_in_a_row_open_strikes)
+{
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 5),
+                                    .ward = {.breaker = &b}};
+    fixture_pool(&o);
+    struct answer *a[5];
+    for (int k = 0; k < 5; k++)
+        a[k] = acquired(); /* five makes: five successes */
+    for (int k = 0; k < 5; k++) {
+        void *r = a[k]->resource;
+        a[k]->resource = NULL;
+        ck_assert_int_eq(tide_evpool_discard(fx->pool, r), 0);
+    }
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_INACTIVE);
+}
+END_TEST
+
+/* An accepted release is a success; a make's success is counted once,
+ * when its resource is first lent. */
+START_TEST(accepted_release_is_a_success)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    ck_assert_int_eq(r.successes, 1); /* the make, at its first loan */
+    release(a);
+    ck_assert_int_eq(r.successes, 2);
+    release(acquired()); /* from idle, and back */
+    ck_assert_int_eq(r.successes, 3);
+    ck_assert_int_eq(r.failures, 0);
+}
+END_TEST
+
+/* A connection that served and then died while idle (the server's idle
+ * timeout) says nothing about the backend. */
+START_TEST(lost_after_serving_is_no_outcome)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    fixture_pool(&o);
+    struct fake *f = release(acquired());
+    int successes = r.successes;
+    ck_assert_int_eq(tide_evpool_lost(fx->pool, f), 0);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert_int_eq(r.successes, successes);
+    ck_assert_int_eq(r.failures, 0);
+    ck_assert_uint_eq(stats().make_failures, 0);
+    /* nor does one found dead by alive() */
+    struct fake *g = release(acquired());
+    g->dead = true;
+    struct answer *c = acquired();
+    ck_assert_ptr_ne(c->resource, g);
+    ck_assert_int_eq(r.failures, 0);
+    ck_assert_uint_eq(stats().make_failures, 0);
+}
+END_TEST
+
+/* A minimum made against a server that accepts and closes at once: each
+ * is lost before anyone is lent it, so each counts as a failed make. */
+START_TEST(lost_before_first_loan_is_a_failed_make)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    o.min = 1;
+    fx->lose_when_idle = true; /* set before the pool makes its minimum */
+    fixture_pool(&o);
+    run_ms(20);
+    ck_assert_int_ge(fx->makes, 1);
+    ck_assert_int_eq(r.successes, 0);
+    ck_assert_int_eq(r.failures, fx->makes);
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.make_failures, (uint64_t)fx->makes);
+    ck_assert_uint_eq(s.lost, (uint64_t)fx->makes);
+    char why[256];
+    ck_assert_int_eq(tide_evpool_last_error(fx->pool, why, sizeof why),
+                     TIDE_EUNPROVEN);
+    ck_assert_ptr_nonnull(strstr(why, "before its first loan"));
+}
+END_TEST
+
+START_TEST(dead_before_first_loan_is_a_failed_make)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    o.min = 1;
+    fixture_pool(&o);
+    ck_assert(run_until_idle(1, 1000));
+    fx->fakes[0].dead = true; /* the server closed it before first use */
+    struct answer *a = acquired();
+    ck_assert_ptr_ne(a->resource, &fx->fakes[0]);
+    ck_assert_int_eq(r.failures, 1);  /* the minimum's make */
+    ck_assert_int_eq(r.successes, 1); /* the one a got */
+    ck_assert_uint_eq(stats().make_failures, 1);
+}
+END_TEST
+
+/* The first loan proves a minimum's make: a success, then, and no failure
+ * when it dies later. */
+START_TEST(first_loan_proves_a_minimums_make)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    o.min = 1;
+    fixture_pool(&o);
+    ck_assert(run_until_idle(1, 1000));
+    ck_assert_int_eq(r.successes, 0); /* made, not yet tried */
+    struct answer *a = acquired();
+    ck_assert_ptr_eq(a->resource, &fx->fakes[0]);
+    ck_assert_int_eq(r.successes, 1);
+    struct fake *f = release(a);
+    ck_assert_int_eq(tide_evpool_lost(fx->pool, f), 0);
+    ck_assert_int_eq(r.failures, 0);
+}
+END_TEST
+
+START_TEST(rejected_release_and_failed_check_are_failures)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    o.health_interval = TIDE_MS(20);
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    ((struct fake *)a->resource)->broken = true;
+    release(a);
+    ck_assert_int_eq(r.failures, 1);
+    ck_assert_uint_eq(stats().dirty, 1);
+    struct fake *f = release(acquired());
+    f->dead = true;
+    ck_assert(run_until_destroyed(f, 1000)); /* the health check */
+    ck_assert_int_eq(r.failures, 2);
+}
+END_TEST
+
+/* ---- RECOVERING ---------------------------------------------------------- */
+
+START_TEST(recovering_reopens_on_a_probes_failure)
+{
+    struct tide_breaker_options b = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(50)};
+    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    fixture_pool(&o);
+    fx->mode = MAKE_FAIL;
+    struct answer *a = acquire(0, NULL);
+    ck_assert(run_until_answered(a, 1000));
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_INACTIVE);
+    run_ms(70);
+    struct answer *p = acquire(0, NULL); /* the probe, failing */
+    ck_assert(run_until_answered(p, 1000));
+    ck_assert_int_eq(p->status, fx->fail_code);
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_INACTIVE);
+    fx->mode = MAKE_NOW;
+    run_ms(70);
+    struct answer *q = acquired(); /* the next probe succeeds */
+    ck_assert_int_eq(q->status, 0);
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_ACTIVE);
+}
+END_TEST
+
+/* ---- opening by any route fails the parked callers at once -------------- */
+
+START_TEST(deactivate_by_hand_fails_parked_waiters_at_once)
+{
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
+                                     .cooldown = TIDE_SEC(5)};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .ward = {.breaker = &b}};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct answer *w1 = acquire(TIDE_SEC(2), NULL);
+    struct answer *w2 = acquire(TIDE_FOREVER, NULL);
+    run_ms(10);
+    ck_assert_int_eq(w1->calls + w2->calls, 0); /* parked: size 1 is lent */
+    int64_t start = now_ns();
+    tide_breaker_deactivate(tide_evpool_breaker(fx->pool), now_ns());
+    ck_assert(run_until_answered(w2, 1000));
+    ck_assert_int_lt(now_ns() - start, TIDE_MS(500));
+    for (int k = 0; k < 2; k++) {
+        struct answer *w = k ? w2 : w1;
+        ck_assert_int_eq(w->calls, 1);
+        ck_assert_int_eq(w->status, TIDE_EUNAVAILABLE);
+        ck_assert_int_eq(w->guard, TIDE_GUARD_BREAKER);
+        ck_assert_int_gt(w->retry_after, TIDE_SEC(4));
+        ck_assert_int_le(w->retry_after, TIDE_SEC(5));
+    }
+    /* closed by hand: parked callers are served again */
+    tide_breaker_activate(tide_evpool_breaker(fx->pool), now_ns());
+    struct answer *w3 = acquire(TIDE_SEC(2), NULL);
+    run_ms(10);
+    ck_assert_int_eq(w3->calls, 0);
+    struct fake *f = release(a);
+    ck_assert(run_until_answered(w3, 1000));
+    ck_assert_ptr_eq(w3->resource, f);
+}
+END_TEST
+
+/* A strategy that opens on its first failure, told of a discard while a
+ * caller is parked: the caller is failed at once. */
+START_TEST(strategy_opening_fails_parked_waiters_at_once)
+{
+    struct reports r = {.open_on_failure = true};
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_CUSTOM,
+                                     .strategy = &counting,
+                                     .strategy_arg = &r};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 2),
+                                    .ward = {.breaker = &b}};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct answer *c = acquired();
+    struct answer *w = acquire(TIDE_SEC(5), NULL);
+    run_ms(10);
+    ck_assert_int_eq(w->calls, 0);
+    void *ra = a->resource;
+    a->resource = NULL;
+    int64_t start = now_ns();
+    ck_assert_int_eq(tide_evpool_discard(fx->pool, ra), 0);
+    ck_assert(run_until_answered(w, 1000));
+    ck_assert_int_lt(now_ns() - start, TIDE_MS(500));
+    ck_assert_int_eq(w->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(w->guard, TIDE_GUARD_BREAKER);
+    release(c);
 }
 END_TEST
 
@@ -283,6 +596,21 @@ static Suite *ward_suite(void)
     tcase_add_test(tc, recovering_breaker_probes_once_then_activates);
     tcase_add_test(tc, strategy_hears_every_success_and_failure);
     tcase_add_test(tc, strategy_installed_on_the_pools_breaker);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("outcomes");
+    fixture_add(tc);
+    tcase_add_test(tc, five_discards_among_1000_loans_leave_strikes_active);
+    tcase_add_test(tc, five_discards_in_a_row_open_strikes);
+    tcase_add_test(tc, accepted_release_is_a_success);
+    tcase_add_test(tc, lost_after_serving_is_no_outcome);
+    tcase_add_test(tc, lost_before_first_loan_is_a_failed_make);
+    tcase_add_test(tc, dead_before_first_loan_is_a_failed_make);
+    tcase_add_test(tc, first_loan_proves_a_minimums_make);
+    tcase_add_test(tc, rejected_release_and_failed_check_are_failures);
+    tcase_add_test(tc, recovering_reopens_on_a_probes_failure);
+    tcase_add_test(tc, deactivate_by_hand_fails_parked_waiters_at_once);
+    tcase_add_test(tc, strategy_opening_fails_parked_waiters_at_once);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("later");
