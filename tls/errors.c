@@ -82,10 +82,22 @@ void tide__net_addr_text(const struct tide__net_addr *a, char *buf, size_t len)
     }
 }
 
+/* What the getters hand out when asked about nothing: an empty detail and
+ * sentence, so a caller that prints them without checking reads no garbage. */
+static int fail_einval(struct tide_net_detail *detail, char *buf, size_t len)
+{
+    struct tide__net_fail none;
+    memset(&none, 0, sizeof none);
+    (void)tide__net_fail_get(&none, detail, buf, len);
+    return TIDE_EINVAL;
+}
+
 int tide_tcp_factory_last_error(const struct tide_tcp_factory *f,
                                 struct tide_net_detail *detail, char *buf,
                                 size_t len)
 {
+    if (!f)
+        return fail_einval(detail, buf, len);
     return tide__net_fail_get(&f->last, detail, buf, len);
 }
 
@@ -93,10 +105,12 @@ int tide_tcp_factory_last_error(const struct tide_tcp_factory *f,
 int tide_net_event_error(struct bufferevent *bev, short what,
                          struct tide_net_detail *detail, char *buf, size_t len)
 {
+    if (!bev)
+        return fail_einval(detail, buf, len);
     struct tide__net_fail f;
     memset(&f, 0, sizeof f);
     int err = EVUTIL_SOCKET_ERROR();
-    bool tls = bev && bufferevent_openssl_get_ssl(bev) != NULL;
+    bool tls = bufferevent_openssl_get_ssl(bev) != NULL;
     unsigned long e = tls ? tide__net_ssl_error(bev) : 0;
     const char *dir = (what & BEV_EVENT_WRITING) ? "write" : "read";
     char ssl_text[160] = "";

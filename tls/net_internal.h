@@ -211,8 +211,6 @@ struct tide_tcp_factory {
 int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
                    const struct tide_tcp_options *o);
 void tide__tcp_dispose(struct tide_tcp_factory *f);
-/* The pool's hooks, arg = f (the TLS factory binds its TCP part). */
-void tide__tcp_bind(struct tide_tcp_factory *f, struct tide_factory *out);
 /* The make hooks, shared with TLS (arg is the tcp factory). */
 void tide__net_make_begin(struct tide_tcp_factory *f, struct tide_make *token);
 void tide__net_make_cancel(struct tide_tcp_factory *f, struct tide_make *token);

@@ -69,7 +69,7 @@ void tide_tls_sessions_free(struct tide_tls_sessions *s)
 
 size_t tide_tls_sessions_count(const struct tide_tls_sessions *s)
 {
-    return s->count;
+    return s ? s->count : 0;
 }
 
 /* Finds key's entry and moves it to the front. */

@@ -28,14 +28,25 @@ static bool span_ok(int64_t span)
     return span >= 0;
 }
 
-/* "443" or a service name; 0 when neither. */
+/* A port the options may name: 0 is "none", the rest of an int outside a
+ * port's range is refused rather than wrapped into someone else's port. */
+static bool port_ok(int port)
+{
+    return port >= 0 && port <= 65535;
+}
+
+/* "443" or a service name; 0 when neither. Digits only for a number: strtol
+ * alone would take " 443", "+443" and "-0". */
 static uint16_t service_port(const char *service)
 {
-    char *end;
-    errno = 0;
-    long n = strtol(service, &end, 10);
-    if (*service && *end == '\0')
+    if (*service >= '0' && *service <= '9') {
+        char *end;
+        errno = 0;
+        long n = strtol(service, &end, 10);
+        if (*end != '\0')
+            return 0;
         return errno == 0 && n > 0 && n <= 65535 ? (uint16_t)n : 0;
+    }
     struct servent se, *res = NULL;
     char buf[1024];
     if (getservbyname_r(service, "tcp", &se, buf, sizeof buf, &res) != 0 ||
@@ -108,7 +119,7 @@ int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
     memset(f, 0, sizeof *f);
     if (!base || !o || !o->host || !*o->host || strlen(o->host) > HOST_MAX + 2)
         return TIDE_EINVAL;
-    if ((o->port != 0) == (o->service != NULL))
+    if (!port_ok(o->port) || (o->port != 0) == (o->service != NULL))
         return TIDE_EINVAL; /* exactly one of the two */
     if (o->family != AF_UNSPEC && o->family != AF_INET && o->family != AF_INET6)
         return TIDE_EINVAL;
@@ -120,7 +131,7 @@ int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
         return TIDE_EINVAL;
     if ((o->keepalive_interval || o->keepalive_count) && !o->keepalive_idle)
         return TIDE_EINVAL; /* keepalive details without keepalive */
-    f->port = o->port ? o->port : service_port(o->service);
+    f->port = o->port ? (uint16_t)o->port : service_port(o->service);
     if (f->port == 0)
         return TIDE_EINVAL;
 
@@ -380,11 +391,14 @@ int tide_tcp_factory_new(struct event_base *base,
 
 void tide_tcp_factory_bind(struct tide_tcp_factory *f, struct tide_factory *out)
 {
-    bind_hooks(f, out);
-}
-
-void tide__tcp_bind(struct tide_tcp_factory *f, struct tide_factory *out)
-{
+    if (!out)
+        return;
+    if (!f) {
+        /* a table without make: tide_evpool_new refuses it, rather than a
+         * pool calling hooks with a NULL factory later */
+        memset(out, 0, sizeof *out);
+        return;
+    }
     bind_hooks(f, out);
 }
 
@@ -399,5 +413,11 @@ void tide_tcp_factory_free(struct tide_tcp_factory *f)
 void tide_tcp_factory_stats(const struct tide_tcp_factory *f,
                             struct tide_net_stats *out)
 {
+    if (!out)
+        return;
+    if (!f) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     *out = f->stats;
 }

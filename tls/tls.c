@@ -334,6 +334,8 @@ static int build_alpn(struct tide_tls_factory *tls, const char *const *list)
         if (len == 0 || len > 255)
             return TIDE_EINVAL;
         n += 1 + len;
+        if (n > ALPN_MAX)
+            return TIDE_EINVAL; /* before a long list could wrap n */
     }
     if (n == 0 || n > ALPN_MAX)
         return TIDE_EINVAL;
@@ -484,7 +486,7 @@ int tide_tls_factory_new(struct event_base *base,
 
 void tide_tls_factory_bind(struct tide_tls_factory *f, struct tide_factory *out)
 {
-    tide__tcp_bind(&f->tcp, out);
+    tide_tcp_factory_bind(f ? &f->tcp : NULL, out);
 }
 
 void tide_tls_factory_free(struct tide_tls_factory *f)
@@ -499,13 +501,15 @@ int tide_tls_factory_last_error(const struct tide_tls_factory *f,
                                 struct tide_net_detail *detail, char *buf,
                                 size_t len)
 {
-    return tide_tcp_factory_last_error(&f->tcp, detail, buf, len);
+    return tide_tcp_factory_last_error(f ? &f->tcp : NULL, detail, buf, len);
 }
 
 void tide_tls_factory_stats(const struct tide_tls_factory *f,
                             struct tide_net_stats *out)
 {
-    tide_tcp_factory_stats(&f->tcp, out);
+    tide_tcp_factory_stats(f ? &f->tcp : NULL, out);
+    if (!f || !out)
+        return;
     out->sessions_cached =
         f->resumption
             ? (int64_t)tide__tls_sessions_count_key(f->sessions, f->key)

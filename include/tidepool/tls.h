@@ -42,6 +42,13 @@
  * dead socket after a quiet spell. TLS post-handshake records (session
  * tickets, key updates) are handled by OpenSSL and do not count as bytes.
  *
+ * Bad input: every function here that returns an int returns TIDE_EINVAL
+ * for a NULL object or a NULL required pointer, and one returning bool or
+ * size_t returns false or 0; a void one does nothing with NULL, as free(NULL)
+ * does, except that bind and stats clear the struct they fill, so nothing
+ * uninitialised is read after them. Options out of range (a port above
+ * 65535, a negative span) are refused at creation, never wrapped or clamped.
+ *
  * Threads: a factory belongs to one event_base, like the pools it serves.
  * The application must ignore SIGPIPE (see <tidepool/evloop.h>).
  *
@@ -145,7 +152,10 @@ struct tide_tcp_options {
                                    literal (brackets allowed: "[::1]"), which
                                    is connected to without DNS. "localhost" is
                                    ::1 and 127.0.0.1 without DNS (RFC 6761). */
-    uint16_t port;              /* the port, or 0 when service is given */
+    int port;                   /* the port, 1..65535, or 0 when service
+                                   is given; anything else is refused
+                                   (TIDE_EINVAL): an int, so that 70000 is
+                                   an error rather than port 4464 */
     const char *service;        /* instead of port: a number ("443") or a name
                                    from the services database ("https"),
                                    looked up once at creation */
@@ -184,16 +194,19 @@ struct tide_tcp_factory;
 
 /* Creates a TCP factory on base (borrowed; must outlive the factory).
  * Returns 0 with *out (free it with tide_tcp_factory_free); TIDE_EINVAL for
- * a bad option (no host, no port, an unknown service, a negative span, a
- * literal of another family than `family`); TIDE_ENOMEM; TIDE_EDNS when the
- * factory had to build its own resolver and could not. */
+ * a NULL base, o or out, or a bad option (no host, no port or both a port
+ * and a service, a port outside 1..65535, an unknown service, a negative
+ * span, a keepalive span above 32767 s or a count above 127, a literal of
+ * another family than `family`), with *out NULL when out is not; TIDE_ENOMEM;
+ * TIDE_EDNS when the factory had to build its own resolver and could not. */
 TIDE_API TIDE_MUST_USE int
 tide_tcp_factory_new(struct event_base *base, const struct tide_tcp_options *o,
                      struct tide_tcp_factory **out);
 
 /* Fills *out with the factory's callbacks (make, destroy, cancel, alive,
  * reusable, watch; no check: that one is the protocol's) and arg = f, ready
- * for tide_evpool_new. */
+ * for tide_evpool_new. A NULL f clears *out, which tide_evpool_new then
+ * refuses (TIDE_EINVAL: no make); a NULL out is ignored. */
 TIDE_API void tide_tcp_factory_bind(struct tide_tcp_factory *f,
                                     struct tide_factory *out);
 
@@ -207,7 +220,7 @@ TIDE_API void tide_tcp_factory_free(struct tide_tcp_factory *f);
  * *detail when not NULL, and a sentence for a person into buf (always
  * NUL-terminated when len > 0; cut short to fit). The same sentence went to
  * the pool as the failure's message. Makes that were cancelled do not
- * count. */
+ * count. A NULL f: TIDE_EINVAL, with *detail cleared and buf empty. */
 TIDE_API int tide_tcp_factory_last_error(const struct tide_tcp_factory *f,
                                          struct tide_net_detail *detail,
                                          char *buf, size_t len);
@@ -230,6 +243,8 @@ struct tide_net_stats {
     int64_t sessions_cached;    /* sessions held for this upstream now */
 };
 
+/* The counters into *out; a NULL f gives all zeros, a NULL out is
+ * ignored. */
 TIDE_API void tide_tcp_factory_stats(const struct tide_tcp_factory *f,
                                      struct tide_net_stats *out);
 
@@ -247,13 +262,14 @@ TIDE_API void tide_tcp_factory_stats(const struct tide_tcp_factory *f,
 struct tide_tls_sessions;
 
 /* max: sessions held in all (0: preset 64); per upstream at most 8, the
- * oldest going first. Returns 0 with *out, TIDE_ENOMEM or TIDE_EINVAL. */
+ * oldest going first. Returns 0 with *out, TIDE_ENOMEM or TIDE_EINVAL (out
+ * NULL). */
 TIDE_API TIDE_MUST_USE int
 tide_tls_sessions_new(size_t max, struct tide_tls_sessions **out);
 /* Frees the cache and every session in it. Free it after the factories that
  * use it. NULL is ignored. */
 TIDE_API void tide_tls_sessions_free(struct tide_tls_sessions *s);
-/* Sessions held now, for every upstream. */
+/* Sessions held now, for every upstream (0 for NULL). */
 TIDE_API size_t tide_tls_sessions_count(const struct tide_tls_sessions *s);
 
 /* TLS on top of the TCP options. Zero fields take the preset; strings are
@@ -312,28 +328,33 @@ struct tide_tls_options {
 struct tide_tls_factory;
 
 /* Creates a TLS factory on base (borrowed; must outlive the factory).
- * Returns 0 with *out; TIDE_EINVAL for a bad option (see the TCP ones, and:
- * a version other than TLS 1.2 or 1.3, min above max, context fields given
- * with ctx, key_file without cert_file, an empty or over-long ALPN protocol,
- * alpn_required without alpn, an IP address as sni, a verify_name given
- * with insecure_skip_verify); TIDE_ETLS_CONFIG when the context cannot be built
- * (the OpenSSL error queue says why); TIDE_ENOMEM; TIDE_EDNS. */
+ * Returns 0 with *out; TIDE_EINVAL for a NULL base, o or out, or a bad
+ * option (see the TCP ones, and: a version other than TLS 1.2 or 1.3, min
+ * above max, context fields given with ctx, key_file without cert_file, an
+ * empty ALPN list, an empty or over-long ALPN protocol, alpn_required without
+ * alpn, an IP address as sni, a verify_name given with insecure_skip_verify,
+ * a negative handshake_timeout), with *out NULL when out is not;
+ * TIDE_ETLS_CONFIG when the context cannot be built (the OpenSSL error queue
+ * says why); TIDE_ENOMEM; TIDE_EDNS. */
 TIDE_API TIDE_MUST_USE int
 tide_tls_factory_new(struct event_base *base, const struct tide_tls_options *o,
                      struct tide_tls_factory **out);
 
-/* Fills *out as tide_tcp_factory_bind does, for TLS connections. */
+/* Fills *out as tide_tcp_factory_bind does, for TLS connections (NULL
+ * alike). */
 TIDE_API void tide_tls_factory_bind(struct tide_tls_factory *f,
                                     struct tide_factory *out);
 
 /* Frees the factory, as tide_tcp_factory_free. */
 TIDE_API void tide_tls_factory_free(struct tide_tls_factory *f);
 
-/* As tide_tcp_factory_last_error, for the TCP and TLS phases alike. */
+/* As tide_tcp_factory_last_error, for the TCP and TLS phases alike (NULL
+ * alike). */
 TIDE_API int tide_tls_factory_last_error(const struct tide_tls_factory *f,
                                          struct tide_net_detail *detail,
                                          char *buf, size_t len);
 
+/* As tide_tcp_factory_stats, with the session counters (NULL alike). */
 TIDE_API void tide_tls_factory_stats(const struct tide_tls_factory *f,
                                      struct tide_net_stats *out);
 
@@ -341,12 +362,13 @@ TIDE_API void tide_tls_factory_stats(const struct tide_tls_factory *f,
  */
 
 /* Whether a TLS connection's handshake resumed an earlier session (false
- * for a plain TCP bufferevent). */
+ * for a plain TCP bufferevent, and for NULL). */
 TIDE_API bool tide_tls_resumed(struct bufferevent *bev);
 
 /* The protocol the server chose by ALPN, into buf (NUL-terminated when
- * len > 0, cut short to fit). Returns its length (0: none chosen, or not
- * TLS), like snprintf: a result >= len means it was cut. */
+ * len > 0, cut short to fit; buf may be NULL to ask the length). Returns its
+ * length (0: none chosen, not TLS, or a NULL bev), like snprintf: a result
+ * >= len means it was cut. */
 TIDE_API size_t tide_tls_alpn(struct bufferevent *bev, char *buf, size_t len);
 
 /* Reads a bufferevent event you received on a pool connection (the `what`
@@ -354,7 +376,8 @@ TIDE_API size_t tide_tls_alpn(struct bufferevent *bev, char *buf, size_t len);
  * TIDE_ETLS, TIDE_EIO_TIMEOUT, or 0 when `what` is not a failure
  * (BEV_EVENT_CONNECTED). The detail goes to *detail (when not NULL) and a
  * sentence to buf. Call it from the event callback itself: errno and the
- * connection's OpenSSL errors are only there then, and are consumed. */
+ * connection's OpenSSL errors are only there then, and are consumed. A
+ * NULL bev: TIDE_EINVAL, with *detail cleared and buf empty. */
 TIDE_API int tide_net_event_error(struct bufferevent *bev, short what,
                                   struct tide_net_detail *detail, char *buf,
                                   size_t len);
