@@ -1,43 +1,107 @@
-/* The README's TLS example, compiled and run: acquire a TLS connection,
- * write a request, read the reply, release it. The code between the
- * markers is the example as printed in README.md ("TLS connections"); the test
- * around it gives it a server (the in-process TLS echo server, so the
- * "reply" is the request echoed) and a CA. Its main() is compiled here as
- * readme_main and never run: it would go to example.com. */
+/* The README's TLS example, compiled and run: connections from a pool of a
+ * TLS factory, a request written on each, the response read to its last
+ * byte, the connection released and reused. The code between the markers is
+ * the example as printed in README.md ("TLS connections"), byte for byte: a
+ * test below compares the two. The test around it gives it a server (an
+ * HTTP/1.1 responder over TLS in the test process) and a CA. Its main() is
+ * compiled here as readme_main and never run: it would go to example.com. */
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/listener.h>
 
 #include "fixture.h"
 
+#define main readme_main
+int readme_main(void);
 /* ---- README example begins ---- */
+#include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/util.h>
 #include <tidepool/tls.h>
 
 struct exchange {
     struct tide_evpool *pool;
-    int status; /* 0 while running, 1 when done, else a TIDE_E code */
-    char reply[512];
+    /* 0 while running, 1 when done, else a TIDE_E code, or -1 for a
+     * response this example cannot read to its end */
+    int status;
+    char head[128];   /* the status line */
+    bool in_body;     /* the headers are read */
+    long long length; /* Content-Length; -1 while none was seen */
+    long long got;    /* body bytes read */
+    char body[512];   /* the body's first bytes */
 };
 
-/* The reply ends at its blank line; until then, wait for more. */
+/* Content-Length's value: digits, blanks around them; -1 otherwise. */
+static long long content_length(const char *v)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    if (*v < '0' || *v > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    return errno == 0 && *end == '\0' ? n : -1;
+}
+
+/* The response is read to its last byte before the connection goes back:
+ * the headers line by line, then Content-Length bytes of body. Until then,
+ * wait for more. */
 static void on_reply(struct bufferevent *bev, void *arg)
 {
     struct exchange *x = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-    if (end.pos < 0)
+    char *line;
+    while (!x->in_body &&
+           (line = evbuffer_readln(in, NULL, EVBUFFER_EOL_CRLF_STRICT))) {
+        if (!x->head[0])
+            snprintf(x->head, sizeof x->head, "%s", line);
+        else if (!line[0])
+            x->in_body = true; /* the blank line */
+        else if (evutil_ascii_strncasecmp(line, "content-length:", 15) == 0)
+            x->length = content_length(line + 15);
+        free(line);
+    }
+    if (!x->in_body && evbuffer_get_length(in) < 8192)
+        return; /* the headers go on */
+    if (!x->in_body || x->length < 0) {
+        /* a header line past 8 KiB, or no Content-Length (chunked, or
+         * ended by close): where the response ends is not known here, so
+         * the connection cannot be reused */
+        fprintf(stderr, "%s: length unknown, discarded\n", x->head);
+        tide_evpool_discard(x->pool, bev);
+        x->status = -1;
         return;
-    size_t n = (size_t)end.pos + 4;
-    if (n >= sizeof x->reply)
-        n = sizeof x->reply - 1;
-    x->reply[evbuffer_remove(in, x->reply, n)] = '\0';
-    /* the exchange is complete, nothing is left unread: back to the pool,
-     * where it is watched until the next caller wants it */
+    }
+    while (x->got < x->length && evbuffer_get_length(in) > 0) {
+        size_t n = evbuffer_get_length(in);
+        if ((long long)n > x->length - x->got)
+            n = (size_t)(x->length - x->got);
+        size_t room = x->got < (long long)sizeof x->body - 1
+                          ? sizeof x->body - 1 - (size_t)x->got
+                          : 0;
+        size_t kept = n < room ? n : room;
+        evbuffer_remove(in, x->body + x->got, kept);
+        evbuffer_drain(in, n - kept); /* read past what is kept */
+        x->got += (long long)n;
+    }
+    if (x->got < x->length)
+        return; /* the body goes on */
+    /* complete, nothing left unread: back to the pool, where it is watched
+     * until the next caller is handed it */
     tide_evpool_release(x->pool, bev);
     x->status = 1;
 }
@@ -66,7 +130,7 @@ static void on_connection(struct tide_evpool *pool, int status, void *resource,
     /* connected, handshaken and verified; no callbacks of anyone else's */
     struct bufferevent *bev = resource;
     static const char request[] = "GET / HTTP/1.1\r\n"
-                                  "Host: localhost\r\n\r\n";
+                                  "Host: example.com\r\n\r\n";
     struct timeval limit = {5, 0};
     bufferevent_setcb(bev, on_reply, NULL, on_error, x);
     bufferevent_set_timeouts(bev, &limit, &limit);
@@ -74,33 +138,38 @@ static void on_connection(struct tide_evpool *pool, int status, void *resource,
     bufferevent_write(bev, request, sizeof request - 1);
 }
 
-/* One request over a pooled TLS connection; returns 1 on success. */
-static int fetch_once(struct event_base *base, struct tide_tls_options *o,
-                      char *reply, size_t len)
+/* A TLS factory and a pool of its connections; 0 or -1. */
+static int open_pool(struct event_base *base, const struct tide_tls_options *o,
+                     struct tide_tls_factory **factory,
+                     struct tide_evpool **pool)
 {
-    struct tide_tls_factory *factory;
-    if (tide_tls_factory_new(base, o, &factory) != 0)
+    if (tide_tls_factory_new(base, o, factory) != 0)
         return -1;
     struct tide_factory table;
-    tide_tls_factory_bind(factory, &table);
+    tide_tls_factory_bind(*factory, &table);
     struct tide_evpool_options po = {.limits = TIDE_LIMITS(.size = 8)};
-    struct tide_evpool *pool;
-    if (tide_evpool_new(base, &table, &po, &pool) != 0) {
-        tide_tls_factory_free(factory);
+    if (tide_evpool_new(base, &table, &po, pool) != 0) {
+        tide_tls_factory_free(*factory);
         return -1;
     }
-    struct exchange x = {.pool = pool};
-    if (tide_evpool_acquire(pool, TIDE_SEC(5), on_connection, &x, NULL) == 0)
-        while (x.status == 0) /* bounded: 5 s to connect, 5 s to answer */
-            event_base_loop(base, EVLOOP_ONCE);
-    snprintf(reply, len, "%s", x.reply);
-    tide_evpool_free(pool);         /* the pool first: it closes its */
-    tide_tls_factory_free(factory); /* connections, then the factory */
-    return x.status;
+    return 0;
 }
 
-int readme_main(void); /* main() in the README: compiled here, not run */
-int readme_main(void)
+/* One request over a pooled connection, the loop run until it is
+ * answered; returns 1 with the response in *x, else why not. */
+static int fetch(struct event_base *base, struct tide_evpool *pool,
+                 struct exchange *x)
+{
+    *x = (struct exchange){.pool = pool, .length = -1};
+    int rc = tide_evpool_acquire(pool, TIDE_SEC(5), on_connection, x, NULL);
+    if (rc != 0)
+        return rc;
+    while (x->status == 0) /* bounded: 5 s to connect, 5 s to answer */
+        event_base_loop(base, EVLOOP_ONCE);
+    return x->status;
+}
+
+int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a write to a closed peer is an error */
     struct event_base *base = event_base_new();
@@ -108,47 +177,421 @@ int readme_main(void)
         .tcp = {.host = "example.com", .port = 443}, /* DNS: resolv.conf */
         .alpn = (const char *[]){"http/1.1", NULL},  /* CAs: the system's */
     };
-    char reply[512];
-    int status = fetch_once(base, &o, reply, sizeof reply);
-    if (status == 1)
-        printf("%s", reply);
+    struct tide_tls_factory *factory;
+    struct tide_evpool *pool;
+    if (open_pool(base, &o, &factory, &pool) != 0)
+        return 1;
+    /* three requests, each read to its end: one connection for all */
+    struct exchange x;
+    int status = 1;
+    for (int i = 0; i < 3 && status == 1; i++)
+        if ((status = fetch(base, pool, &x)) == 1)
+            printf("%s, %lld bytes\n", x.head, x.got);
+    struct tide_net_stats st;
+    tide_tls_factory_stats(factory, &st);
+    printf("connections made: %llu\n", (unsigned long long)st.made);
+    tide_evpool_free(pool);         /* the pool first: it closes its */
+    tide_tls_factory_free(factory); /* connections, then the factory */
+
     event_base_loop(base, EVLOOP_NONBLOCK); /* sockets finish closing */
     event_base_free(base);
     return status == 1 ? 0 : 1;
 }
 /* ---- README example ends ---- */
+#undef main
+
+/* ---- an HTTP/1.1 server over TLS ---- */
+
+/* Each request (read up to its blank line) gets one response, written with
+ * one call: a status line, Content-Length unless told not to, and body_len
+ * bytes of 'a'..'z' over and over. */
+struct http_conn {
+    struct http_server *s;
+    struct bufferevent *bev;
+    struct http_conn *next;
+};
+
+struct http_server {
+    struct event_base *base;
+    SSL_CTX *ctx;
+    struct evconnlistener *listener;
+    uint16_t port;
+    struct http_conn *conns;
+    int accepted;
+    int requests;
+    size_t body_len;
+    bool no_length; /* leave Content-Length out */
+};
+
+static char body_byte(size_t i)
+{
+    return (char)('a' + i % 26);
+}
+
+static void http_conn_free(struct http_conn *c)
+{
+    struct http_conn **at = &c->s->conns;
+    while (*at != c)
+        at = &(*at)->next;
+    *at = c->next;
+    bufferevent_free(c->bev); /* closes the socket, frees the SSL */
+    free(c);
+}
+
+static void http_read(struct bufferevent *bev, void *arg)
+{
+    struct http_conn *c = arg;
+    struct http_server *s = c->s;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer_ptr end;
+    while ((end = evbuffer_search(in, "\r\n\r\n", 4, NULL)).pos >= 0) {
+        evbuffer_drain(in, (size_t)end.pos + 4);
+        s->requests++;
+        struct evbuffer *out = evbuffer_new();
+        evbuffer_add_printf(out,
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
+        if (!s->no_length)
+            evbuffer_add_printf(out, "content-LENGTH: %zu\r\n", s->body_len);
+        evbuffer_add(out, "\r\n", 2);
+        for (size_t i = 0; i < s->body_len; i++) {
+            char b = body_byte(i);
+            evbuffer_add(out, &b, 1);
+        }
+        bufferevent_write_buffer(bev, out);
+        evbuffer_free(out);
+    }
+}
+
+static void http_event(struct bufferevent *bev, short what, void *arg)
+{
+    if (what & BEV_EVENT_CONNECTED)
+        return;
+    while (bufferevent_get_openssl_error(bev))
+        ;
+    http_conn_free(arg);
+}
+
+static void http_accept(struct evconnlistener *l, evutil_socket_t fd,
+                        struct sockaddr *sa, int len, void *arg)
+{
+    (void)l, (void)sa, (void)len;
+    struct http_server *s = arg;
+    struct http_conn *c = calloc(1, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    c->s = s;
+    c->bev = bufferevent_openssl_socket_new(
+        s->base, fd, SSL_new(s->ctx), BUFFEREVENT_SSL_ACCEPTING,
+        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    ck_assert_ptr_nonnull(c->bev);
+    c->next = s->conns;
+    s->conns = c;
+    s->accepted++;
+    bufferevent_setcb(c->bev, http_read, NULL, http_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+/* On 127.0.0.1, a port of its own; takes ctx. */
+static void http_start(struct http_server *s, SSL_CTX *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->base = fx->base;
+    s->ctx = ctx;
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    s->listener = evconnlistener_new_bind(
+        fx->base, http_accept, s,
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 16,
+        (struct sockaddr *)&a, sizeof a);
+    ck_assert_ptr_nonnull(s->listener);
+    socklen_t n = sizeof a;
+    getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&a, &n);
+    s->port = ntohs(a.sin_port);
+}
+
+static void http_stop(struct http_server *s)
+{
+    while (s->conns)
+        http_conn_free(s->conns);
+    evconnlistener_free(s->listener);
+    SSL_CTX_free(s->ctx);
+}
+
+/* As the README's main, with the test's server, CA and resolver. */
+static struct tide_tls_options local_options(const struct http_server *s)
+{
+    static const char *const alpn[] = {"http/1.1", NULL}; /* outlives us */
+    return (struct tide_tls_options){
+        .tcp = {.host = "localhost", .port = s->port, .dns = fx->dns},
+        .ca_pem = fx->ca_pem,
+        .alpn = alpn,
+    };
+}
+
+static bool status_set(void *exchange)
+{
+    return ((struct exchange *)exchange)->status != 0;
+}
+
+static uint64_t made(const struct tide_tls_factory *f)
+{
+    struct tide_net_stats st;
+    tide_tls_factory_stats(f, &st);
+    return st.made;
+}
+
+/* ---- tests ---- */
 
 START_TEST(readme_example_fetches_over_tls)
 {
-    struct test_server s;
-    SSL_CTX *ctx = server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL);
-    ck_assert(server_start(&s, fx->base, AF_INET, 0, ctx));
-    /* as in the README, with the test's CA and resolver */
-    struct tide_tls_options o = {
-        .tcp = {.host = "localhost", .port = s.port, .dns = fx->dns},
-        .ca_pem = fx->ca_pem,
-        .alpn = (const char *[]){"http/1.1", NULL},
-    };
-    char reply[512];
-    ck_assert_int_eq(fetch_once(fx->base, &o, reply, sizeof reply), 1);
-    ck_assert_str_eq(reply, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    server_stop(&s);
+    struct http_server s;
+    http_start(&s, server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL));
+    s.body_len = 11;
+    struct tide_tls_options o = local_options(&s);
+    struct tide_tls_factory *factory;
+    struct tide_evpool *pool;
+    ck_assert_int_eq(open_pool(fx->base, &o, &factory, &pool), 0);
+    struct exchange x;
+    ck_assert_int_eq(fetch(fx->base, pool, &x), 1);
+    ck_assert_str_eq(x.head, "HTTP/1.1 200 OK");
+    ck_assert_int_eq(x.got, 11);
+    ck_assert_str_eq(x.body, "abcdefghijk");
+    ck_assert_int_eq(s.requests, 1);
+    tide_evpool_free(pool);
+    tide_tls_factory_free(factory);
+    http_stop(&s);
+}
+END_TEST
+
+/* What the example is for: requests one after another, each response read
+ * to its end, share one connection (one connect, one handshake). The bodies
+ * grow past one TLS record and past what the exchange keeps, so the reading
+ * loop runs over several reads. */
+START_TEST(readme_example_reuses_one_connection)
+{
+    struct http_server s;
+    http_start(&s, server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL));
+    struct tide_tls_options o = local_options(&s);
+    struct tide_tls_factory *factory;
+    struct tide_evpool *pool;
+    ck_assert_int_eq(open_pool(fx->base, &o, &factory, &pool), 0);
+    enum { N = 20 };
+    for (int i = 0; i < N; i++) {
+        s.body_len = (size_t)i * 3000; /* 0 to 57 000 bytes */
+        struct exchange x;
+        ck_assert_int_eq(fetch(fx->base, pool, &x), 1);
+        ck_assert_int_eq(x.got, (long long)s.body_len);
+        size_t kept = strlen(x.body);
+        ck_assert_uint_eq(kept, s.body_len < sizeof x.body - 1
+                                    ? s.body_len
+                                    : sizeof x.body - 1);
+        for (size_t j = 0; j < kept; j++)
+            ck_assert_int_eq(x.body[j], body_byte(j));
+    }
+    ck_assert_int_eq(s.requests, N);
+    ck_assert_uint_eq(made(factory), 1);
+    ck_assert_int_eq(s.accepted, 1);
+    struct tide_evpool_stats ps;
+    tide_evpool_stats(pool, &ps);
+    ck_assert_uint_eq(ps.made, 1);
+    ck_assert_uint_eq(ps.destroyed, 0);
+    tide_evpool_free(pool);
+    tide_tls_factory_free(factory);
+    http_stop(&s);
+}
+END_TEST
+
+/* The reply callback of the example before it read bodies: it released at
+ * the blank line, the body unread. */
+static void on_head_only(struct bufferevent *bev, void *arg)
+{
+    struct exchange *x = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+    if (end.pos < 0)
+        return;
+    evbuffer_drain(in, (size_t)end.pos + 4);
+    tide_evpool_release(x->pool, bev);
+    x->status = 1;
+}
+
+static void on_connection_head_only(struct tide_evpool *pool, int status,
+                                    void *resource, const struct tide_why *why,
+                                    void *arg)
+{
+    on_connection(pool, status, resource, why, arg);
+    if (status == 0)
+        bufferevent_setcb(resource, on_head_only, NULL, on_error, arg);
+}
+
+/* Released with the body unread, a connection is destroyed, not reused:
+ * every request pays a connect and a handshake. */
+START_TEST(release_with_body_unread_is_not_reused)
+{
+    struct http_server s;
+    http_start(&s, server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL));
+    s.body_len = 100;
+    struct tide_tls_options o = local_options(&s);
+    struct tide_tls_factory *factory;
+    struct tide_evpool *pool;
+    ck_assert_int_eq(open_pool(fx->base, &o, &factory, &pool), 0);
+    enum { N = 5 };
+    for (int i = 0; i < N; i++) {
+        struct exchange x = {.pool = pool, .length = -1};
+        ck_assert_int_eq(tide_evpool_acquire(pool, TIDE_SEC(5),
+                                             on_connection_head_only, &x, NULL),
+                         0);
+        ck_assert_msg(run_until(status_set, &x, 10000), "request %d unanswered",
+                      i);
+        ck_assert_int_eq(x.status, 1);
+        ck_assert_uint_eq(made(factory), (uint64_t)i + 1);
+    }
+    ck_assert_int_eq(s.accepted, N);
+    struct tide_evpool_stats ps;
+    tide_evpool_stats(pool, &ps);
+    ck_assert_uint_eq(ps.made, N);
+    ck_assert_int_eq(ps.idle, 0);
+#ifdef TIDE_TEST_STATS_DIRTY
+    ck_assert_uint_eq(ps.dirty, N); /* and each is counted */
+#endif
+    tide_evpool_free(pool);
+    tide_tls_factory_free(factory);
+    http_stop(&s);
+}
+END_TEST
+
+/* Without Content-Length the example cannot know where the body ends: it
+ * discards the connection (-1), and the next request gets a new one. */
+START_TEST(readme_example_discards_a_response_without_length)
+{
+    struct http_server s;
+    http_start(&s, server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL));
+    s.body_len = 10;
+    s.no_length = true;
+    struct tide_tls_options o = local_options(&s);
+    struct tide_tls_factory *factory;
+    struct tide_evpool *pool;
+    ck_assert_int_eq(open_pool(fx->base, &o, &factory, &pool), 0);
+    struct exchange x;
+    ck_assert_int_eq(fetch(fx->base, pool, &x), -1);
+    ck_assert_int_eq(fetch(fx->base, pool, &x), -1);
+    ck_assert_uint_eq(made(factory), 2);
+    s.no_length = false;
+    ck_assert_int_eq(fetch(fx->base, pool, &x), 1);
+    ck_assert_int_eq(fetch(fx->base, pool, &x), 1);
+    ck_assert_uint_eq(made(factory), 3);
+    tide_evpool_free(pool);
+    tide_tls_factory_free(factory);
+    http_stop(&s);
 }
 END_TEST
 
 START_TEST(readme_example_reports_a_failure)
 {
-    struct test_server s;
-    SSL_CTX *ctx = server_ctx(fx->pki.other, fx->pki.key, 0, 0, NULL);
-    ck_assert(server_start(&s, fx->base, AF_INET, 0, ctx));
-    struct tide_tls_options o = {
-        .tcp = {.host = "localhost", .port = s.port, .dns = fx->dns},
-        .ca_pem = fx->ca_pem,
-    };
-    char reply[512];
-    ck_assert_int_eq(fetch_once(fx->base, &o, reply, sizeof reply),
-                     TIDE_ENAME_MISMATCH);
-    server_stop(&s);
+    struct http_server s;
+    http_start(&s, server_ctx(fx->pki.other, fx->pki.key, 0, 0, NULL));
+    struct tide_tls_options o = local_options(&s);
+    struct tide_tls_factory *factory;
+    struct tide_evpool *pool;
+    ck_assert_int_eq(open_pool(fx->base, &o, &factory, &pool), 0);
+    struct exchange x;
+    ck_assert_int_eq(fetch(fx->base, pool, &x), TIDE_ENAME_MISMATCH);
+    tide_evpool_free(pool);
+    tide_tls_factory_free(factory);
+    http_stop(&s);
+}
+END_TEST
+
+/* ---- the README and this file agree ---- */
+
+/* A whole file, NUL-terminated; NULL when it cannot be read. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *text = NULL;
+    size_t n = 0;
+    for (;;) {
+        char *more = realloc(text, n + 4097);
+        ck_assert_ptr_nonnull(more);
+        text = more;
+        size_t got = fread(text + n, 1, 4096, f);
+        n += got;
+        if (got < 4096)
+            break;
+    }
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+/* The text between two markers (each found after the previous), copied. */
+static char *between(const char *text, const char *after, const char *from,
+                     const char *to)
+{
+    const char *at = after ? strstr(text, after) : text;
+    const char *start = at ? strstr(at, from) : NULL;
+    if (!start)
+        return NULL;
+    start += strlen(from);
+    const char *end = strstr(start, to);
+    return end ? strndup(start, (size_t)(end - start)) : NULL;
+}
+
+/* The tree's root: __FILE__ is relative to the build directory (meson),
+ * which is two levels above this binary, or absolute. */
+static void source_root(char *out, size_t len)
+{
+    char here[PATH_MAX];
+    int n;
+    if (__FILE__[0] == '/') {
+        n = snprintf(here, sizeof here, "%s", __FILE__);
+    } else {
+        char exe[PATH_MAX];
+        ssize_t got = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        ck_assert_int_gt(got, 0);
+        exe[got] = '\0';
+        *strrchr(exe, '/') = '\0';
+        n = snprintf(here, sizeof here, "%s/../../%s", exe, __FILE__);
+    }
+    ck_assert(n > 0 && (size_t)n < sizeof here);
+    *strrchr(here, '/') = '\0'; /* tests/tls */
+    n = snprintf(out, len, "%s/../..", here);
+    ck_assert(n > 0 && (size_t)n < len);
+}
+
+/* root/name, read whole. */
+static char *slurp_at(const char *root, const char *name)
+{
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", root, name);
+    ck_assert(n > 0 && (size_t)n < sizeof path);
+    char *text = slurp(path);
+    ck_assert_msg(text, "cannot read %s", path);
+    return text;
+}
+
+START_TEST(readme_example_is_this_files_code)
+{
+    char root[PATH_MAX];
+    source_root(root, sizeof root);
+    char *readme = slurp_at(root, "README.md");
+    char *self = slurp_at(root, "tests/tls/test_example.c");
+    char *printed =
+        between(readme, "\n## TLS connections\n", "\n```c\n", "\n```\n");
+    char *compiled =
+        between(self, NULL, "\n/* ---- README example begins ---- */\n",
+                "/* ---- README example ends ---- */\n");
+    ck_assert_ptr_nonnull(printed);
+    ck_assert_ptr_nonnull(compiled);
+    size_t n = strlen(printed);
+    ck_assert_msg(n > 0 && compiled[n] == '\n' && compiled[n + 1] == '\0' &&
+                      strncmp(printed, compiled, n) == 0,
+                  "README.md's TLS example differs from test_example.c's");
+    free(printed);
+    free(compiled);
+    free(readme);
+    free(self);
 }
 END_TEST
 
@@ -158,7 +601,11 @@ static Suite *suite(void)
     TCase *tc = tcase_create("example");
     fixture_add(tc);
     tcase_add_test(tc, readme_example_fetches_over_tls);
+    tcase_add_test(tc, readme_example_reuses_one_connection);
+    tcase_add_test(tc, release_with_body_unread_is_not_reused);
+    tcase_add_test(tc, readme_example_discards_a_response_without_length);
     tcase_add_test(tc, readme_example_reports_a_failure);
+    tcase_add_test(tc, readme_example_is_this_files_code);
     suite_add_tcase(s, tc);
     return s;
 }
