@@ -508,11 +508,29 @@ START_TEST(check_refuses_an_unknown_jitter)
 }
 END_TEST
 
+START_TEST(null_backoff_is_the_preset)
+{
+    struct tide_backoff preset = {0};
+    ck_assert_int_eq(tide_backoff_check(NULL), TIDE_EINVAL);
+    ck_assert_int_eq(tide_backoff_ceiling(NULL, 3),
+                     tide_backoff_ceiling(&preset, 3));
+    ck_assert_int_eq(tide_backoff_delay(NULL, 1, 0.5, 0),
+                     tide_backoff_delay(&preset, 1, 0.5, 0));
+    ck_assert(tide_backoff_more(NULL, 2) == tide_backoff_more(&preset, 2));
+    int64_t out[4];
+    double rolls[4] = {0.5, 0.5, 0.5, 0.5};
+    ck_assert_uint_eq(tide_backoff_schedule(NULL, rolls, out, 4), 2);
+    ck_assert_uint_eq(tide_backoff_schedule(NULL, NULL, out, 4), 0);
+    ck_assert_uint_eq(tide_backoff_schedule(NULL, rolls, NULL, 4), 0);
+}
+END_TEST
+
 static Suite *backoff_suite(void)
 {
     Suite *s = suite_create("backoff");
 
     TCase *tc = tcase_create("presets");
+    tcase_add_test(tc, null_backoff_is_the_preset);
     tcase_add_test(tc, zeroed_struct_resolves_to_presets);
     tcase_add_test(tc, zeroed_struct_behaves_as_presets);
     tcase_add_test(tc, preset_doubles_from_100ms_to_a_1s_ceiling);

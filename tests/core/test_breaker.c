@@ -297,6 +297,64 @@ START_TEST(bad_options_refused)
 }
 END_TEST
 
+#include "breaker_listen.h"
+
+static int heard;
+
+static void count_change(void *arg)
+{
+    (void)arg;
+    heard++;
+}
+
+/* The listener hears every change of state, whoever made it, and nothing
+ * else: a runtime holding parked callers wakes them on it. */
+START_TEST(listener_hears_every_change_of_state)
+{
+    struct tide_breaker *b = new_breaker((struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 2, .cooldown = 100});
+    heard = 0;
+    tide__breaker_listen(b, count_change, NULL);
+    tide_breaker_success(b, 0);
+    tide_breaker_failure(b, 0);
+    ck_assert_int_eq(heard, 0); /* still ACTIVE */
+    tide_breaker_failure(b, 0); /* the policy opens it */
+    ck_assert_int_eq(heard, 1);
+    ck_assert(!tide_breaker_admit(b, 50, 0.5)); /* still cooling down */
+    ck_assert_int_eq(heard, 1);
+    ck_assert(tide_breaker_admit(b, 100, 0.5)); /* RECOVERING */
+    ck_assert_int_eq(heard, 2);
+    tide_breaker_success(b, 100); /* ACTIVE */
+    ck_assert_int_eq(heard, 3);
+    tide_breaker_deactivate(b, 200); /* by hand */
+    ck_assert_int_eq(heard, 4);
+    tide_breaker_deactivate(b, 200); /* no change */
+    ck_assert_int_eq(heard, 4);
+    tide_breaker_activate(b, 300);
+    ck_assert_int_eq(heard, 5);
+    tide__breaker_listen(b, NULL, NULL);
+    tide_breaker_deactivate(b, 400);
+    ck_assert_int_eq(heard, 5);
+    tide_breaker_free(b);
+}
+END_TEST
+
+START_TEST(null_breaker_refuses_nothing_and_never_crashes)
+{
+    ck_assert_int_eq(tide_breaker_state(NULL), TIDE_BREAKER_ACTIVE);
+    ck_assert(tide_breaker_admit(NULL, 0, 0.5));
+    ck_assert(tide_breaker_refusal(NULL, 0) == 0.0);
+    ck_assert_int_eq(tide_breaker_retry_after(NULL, 0), 0);
+    ck_assert_int_eq(tide_breaker_set_strategy(NULL, NULL, NULL), TIDE_EINVAL);
+    tide_breaker_activate(NULL, 0);
+    tide_breaker_deactivate(NULL, 0);
+    tide_breaker_success(NULL, 0);
+    tide_breaker_failure(NULL, 0);
+    tide_breaker_free(NULL);
+    ck_assert_int_eq(tide_breaker_new(NULL, NULL), TIDE_EINVAL);
+}
+END_TEST
+
 static Suite *breaker_suite(void)
 {
     Suite *s = suite_create("breaker");
@@ -308,6 +366,8 @@ static Suite *breaker_suite(void)
     tcase_add_test(tc, recovering_success_returns_to_active);
     tcase_add_test(tc, recovering_failure_returns_to_inactive);
     tcase_add_test(tc, bad_options_refused);
+    tcase_add_test(tc, listener_hears_every_change_of_state);
+    tcase_add_test(tc, null_breaker_refuses_nothing_and_never_crashes);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("policies");

@@ -249,8 +249,10 @@ START_TEST(take_agrees_with_the_arithmetic_at_every_step)
             bool near = fabs(level - 1.0) < 1e-6 || fabs(level - burst) < 1e-6;
             bool got = tide_bucket_take(b, now);
             if (!near)
-                ck_assert_msg(got == want, "rate %g step %d: took %d, want %d "
-                              "(level %.9f)", rates[r], i, got, want, level);
+                ck_assert_msg(got == want,
+                              "rate %g step %d: took %d, want %d "
+                              "(level %.9f)",
+                              rates[r], i, got, want, level);
             if (got)
                 level -= 1.0;
             if (level < 0.0)
@@ -356,11 +358,21 @@ START_TEST(next_for_a_very_slow_rate_is_never_early)
 }
 END_TEST
 
+START_TEST(null_bucket_is_answered_calmly)
+{
+    ck_assert(!tide_bucket_take(NULL, 0));
+    ck_assert_int_eq(tide_bucket_next(NULL, 0), 0);
+    ck_assert(tide_bucket_tokens(NULL, 0) == 0.0);
+    tide_bucket_free(NULL);
+}
+END_TEST
+
 static Suite *bucket_suite(void)
 {
     Suite *s = suite_create("bucket");
 
     TCase *tc = tcase_create("new");
+    tcase_add_test(tc, null_bucket_is_answered_calmly);
     tcase_add_test(tc, starts_full_at_burst);
     tcase_add_test(tc, burst_preset_is_one_seconds_worth);
     tcase_add_test(tc, null_options_are_ten_a_second);

@@ -123,10 +123,20 @@ START_TEST(leave_with_nobody_inside_changes_nothing)
 }
 END_TEST
 
+START_TEST(null_gate_is_answered_calmly)
+{
+    ck_assert(!tide_gate_enter(NULL));
+    ck_assert_int_eq(tide_gate_leave(NULL), TIDE_EINVAL);
+    ck_assert_int_eq(tide_gate_held(NULL), 0);
+    tide_gate_free(NULL);
+}
+END_TEST
+
 static Suite *gate_suite(void)
 {
     Suite *s = suite_create("gate");
     TCase *tc = tcase_create("gate");
+    tcase_add_test(tc, null_gate_is_answered_calmly);
     tcase_add_test(tc, new_refuses_a_ceiling_below_one);
     tcase_add_test(tc, new_refuses_a_null_out);
     tcase_add_test(tc, starts_empty);

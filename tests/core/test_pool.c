@@ -677,6 +677,137 @@ START_TEST(every_refusal_names_its_guard)
 }
 END_TEST
 
+/* made_untried leaves the make's outcome open: the breaker hears nothing
+ * and the backoff keeps its count until tried() settles it. */
+START_TEST(made_untried_waits_for_tried)
+{
+    struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
+                                      .strikes = 3};
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_ward w = {.breaker = &bo, .backoff = &bk};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    struct tide_breaker *b = tide_pool_breaker(p);
+    /* a server that accepts and closes at once, three times: each make
+     * "succeeds", each resource dies before its first loan */
+    int64_t now = 0;
+    for (int k = 0; k < 3; k++) {
+        struct tide_taken t = tide_pool_take(p, now, 0.5);
+        ck_assert_int_eq(t.answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_made_untried(p, &res[k], now), 0);
+        ck_assert_int_eq(tide_pool_give(p, &res[k], now), 1);
+        ck_assert_int_eq(tide_pool_drop(p, &res[k], now), 0);
+        tide_pool_tried(p, now, 0.5, false);
+        /* backoff grows from its count: 100, 200, 400 ms */
+        t = tide_pool_take(p, now, 0.5);
+        ck_assert_int_eq(t.answer, k < 2 ? TIDE_LATER : TIDE_SHED);
+        if (k < 2)
+            ck_assert_int_eq(t.span, TIDE_MS(100) << k);
+        now += TIDE_MS(100) << k;
+    }
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_INACTIVE);
+    tide_pool_free(p);
+}
+END_TEST
+
+START_TEST(tried_ok_is_the_makes_success)
+{
+    struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
+                                      .strikes = 2};
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_ward w = {.breaker = &bo, .backoff = &bk};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0); /* failure 1 */
+    int64_t now = TIDE_MS(100);
+    ck_assert_int_eq(tide_pool_take(p, now, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made_untried(p, &res[0], now), 0);
+    /* untried: the failure count stays until tried settles it */
+    tide_pool_tried(p, now, 0.5, true);
+    ck_assert_int_eq(tide_pool_take(p, now, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, now, 0.5), 0); /* failure 1 again */
+    ck_assert_int_eq(tide_breaker_state(tide_pool_breaker(p)),
+                     TIDE_BREAKER_ACTIVE);
+    struct tide_taken t = tide_pool_take(p, now, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_LATER);
+    ck_assert_int_eq(t.span, TIDE_MS(100)); /* counted from 0 again */
+    tide_pool_free(p);
+}
+END_TEST
+
+/* report feeds the breaker only: an accepted release forgives strikes,
+ * a discard adds one, and backoff is not touched. */
+START_TEST(report_feeds_the_breaker_not_the_backoff)
+{
+    struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
+                                      .strikes = 2};
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_ward w = {.breaker = &bo, .backoff = &bk};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), &w);
+    struct tide_breaker *b = tide_pool_breaker(p);
+    make_one(p, &res[0], 0);
+    tide_pool_report(p, 0, false);
+    tide_pool_report(p, 0, true);
+    tide_pool_report(p, 0, false);
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_ACTIVE);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_READY);
+    tide_pool_report(p, 0, false);
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_INACTIVE);
+    tide_breaker_activate(b, 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE); /* no hold */
+    tide_pool_free(p);
+    /* without a breaker, a report is harmless */
+    p = new_pool(TIDE_LIMITS(0), NULL);
+    tide_pool_report(p, 0, false);
+    tide_pool_report(p, 0, true);
+    tide_pool_tried(p, 0, 0.5, false);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+/* NULL where a pool or a resource belongs: an error code or a calm
+ * nothing, never a crash. */
+START_TEST(null_is_answered_calmly)
+{
+    void *out[4];
+    ck_assert_int_eq(tide_pool_take(NULL, 0, 0.5).answer, TIDE_SHED);
+    ck_assert_int_eq(tide_pool_take(NULL, 0, 0.5).guard, TIDE_GUARD_CLOSED);
+    ck_assert_int_eq(tide_pool_grow(NULL, 0, 0.5).answer, TIDE_SHED);
+    ck_assert_int_eq(tide_pool_made(NULL, &res[0], 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_made_untried(NULL, &res[0], 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_unmade(NULL, 0, 0.5), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_give(NULL, &res[0], 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_drop(NULL, &res[0], 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_hold(NULL, &res[0]), TIDE_EINVAL);
+    ck_assert_uint_eq(tide_pool_evict(NULL, 0, out, 4), 0);
+    ck_assert_uint_eq(tide_pool_close(NULL, out, 4), 0);
+    ck_assert_int_eq(tide_pool_live(NULL), 0);
+    ck_assert_int_eq(tide_pool_idle(NULL), 0);
+    ck_assert_int_eq(tide_pool_busy(NULL), 0);
+    ck_assert(tide_pool_refusal(NULL, 0) == 0.0);
+    ck_assert_ptr_null(tide_pool_breaker(NULL));
+    ck_assert_int_eq(tide_pool_limits(NULL).size, 10);
+    tide_pool_overload(NULL, 0, 1);
+    tide_pool_tried(NULL, 0, 0.5, true);
+    tide_pool_report(NULL, 0, false);
+    tide_pool_free(NULL);
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    ck_assert_int_eq(tide_pool_made(p, NULL, 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_give(p, NULL, 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_drop(p, NULL, 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_hold(p, NULL), TIDE_EINVAL);
+    ck_assert_uint_eq(tide_pool_evict(p, 0, NULL, 4), 0);
+    make_one(p, &res[0], 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
+    ck_assert_uint_eq(tide_pool_close(p, NULL, 4), 0); /* closed, none out */
+    ck_assert_uint_eq(tide_pool_close(p, out, 4), 1);
+    struct tide_pool *const none[2] = {NULL, NULL};
+    ck_assert_int_ge(tide_pick(none, 2, 0, 0.1, 0.9), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -728,6 +859,10 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, bucket_does_not_hold_idle_resources);
     tcase_add_test(tc, shedder_sheds_on_loop_lag);
     tcase_add_test(tc, every_refusal_names_its_guard);
+    tcase_add_test(tc, made_untried_waits_for_tried);
+    tcase_add_test(tc, tried_ok_is_the_makes_success);
+    tcase_add_test(tc, report_feeds_the_breaker_not_the_backoff);
+    tcase_add_test(tc, null_is_answered_calmly);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -244,11 +244,21 @@ START_TEST(take_at_now_plus_next_succeeds)
 }
 END_TEST
 
+START_TEST(null_window_is_answered_calmly)
+{
+    ck_assert(!tide_window_take(NULL, 0));
+    ck_assert_int_eq(tide_window_left(NULL, 0), 0);
+    ck_assert_int_eq(tide_window_next(NULL, 0), 0);
+    tide_window_free(NULL);
+}
+END_TEST
+
 static Suite *window_suite(void)
 {
     Suite *s = suite_create("window");
 
     TCase *tc = tcase_create("new");
+    tcase_add_test(tc, null_window_is_answered_calmly);
     tcase_add_test(tc, new_refuses_a_quota_below_one);
     tcase_add_test(tc, new_refuses_a_window_not_above_zero);
     tcase_add_test(tc, new_refuses_a_null_out);
