@@ -199,7 +199,10 @@ static void op_made(struct drive *d, uint32_t arg)
         id = fresh_id(d);
     if (id < 0)
         return;
-    int rc = tide_pool_made(d->pool, item_of(d, id), d->now);
+    /* an untried make is the same bookkeeping; its outcome comes later */
+    int rc = (arg / 16) % 2
+                 ? tide_pool_made_untried(d->pool, item_of(d, id), d->now)
+                 : tide_pool_made(d->pool, item_of(d, id), d->now);
     if (d->n_reserved == 0) {
         DRIVE_CHECK(rc == TIDE_ENORESERVE);
     } else if (held) {
@@ -423,6 +426,10 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
                                     : pick_in_place(d, PLACE_LENT, arg));
         else if (arg % 4 == 2)
             op_grow(d, roll);
+        else if (arg % 16 == 3) /* outcomes feed the ward, not the books */
+            tide_pool_report(d->pool, d->now, roll < 0.7);
+        else if (arg % 16 == 7)
+            tide_pool_tried(d->pool, d->now, roll, roll < 0.7);
         else
             op_take(d, roll);
         break;

@@ -44,7 +44,7 @@ START_TEST(empty_ward_answers_exactly_as_no_ward)
             double roll = rng_roll(&rng);
             void *item = &arena[rng_below(&rng, sizeof arena)];
             void *out_a[4], *out_b[4];
-            switch (rng_below(&rng, 9)) {
+            switch (rng_below(&rng, 10)) {
             case 0:
             case 1:
             case 2:
@@ -67,6 +67,14 @@ START_TEST(empty_ward_answers_exactly_as_no_ward)
             case 7:
                 ck_assert_int_eq(tide_pool_drop(bare, item, now),
                                  tide_pool_drop(warded, item, now));
+                break;
+            case 8: /* an untried make, and the outcomes that follow it */
+                ck_assert_int_eq(tide_pool_made_untried(bare, item, now),
+                                 tide_pool_made_untried(warded, item, now));
+                tide_pool_tried(bare, now, roll, roll < 0.5);
+                tide_pool_tried(warded, now, roll, roll < 0.5);
+                tide_pool_report(bare, now, roll < 0.7);
+                tide_pool_report(warded, now, roll < 0.7);
                 break;
             default: {
                 size_t a = tide_pool_evict(bare, now, out_a, 4);
