@@ -165,13 +165,14 @@ static void script_watch(struct tide_evpool *pool, void *resource, bool idle,
 {
     (void)arg;
     struct fake *f = resource;
-    probe("watch", f);
     ck_assert_msg(f->watched != idle, "fake %d watch %d twice", f->id, idle);
     f->watched = idle;
     if (idle)
         fx->watch_on++;
     else
         fx->watch_off++;
+    fx->watch_idle = idle;
+    probe("watch", f);
     /* the watcher's side: the peer had closed by the time it went idle */
     if (idle && fx->lose_when_idle)
         ck_assert_int_eq(tide_evpool_lost(pool, f), 0);
@@ -286,6 +287,11 @@ void fixture_teardown(void)
         ck_assert(rc == 0 || rc == TIDE_ECLOSED);
         answer_everything_held();
         ck_assert_msg(run_until(is_closed, 5000), "close never finished");
+        /* a finished close has failed every waiter: none is left unanswered */
+        for (int i = 0; fx->answer_once && i < fx->n_answers; i++)
+            ck_assert_msg(fx->answers[i].calls == 1,
+                          "acquire %d answered %d times", i,
+                          fx->answers[i].calls);
         tide_evpool_free(fx->pool);
         fx->pool = NULL;
     } else {
@@ -329,15 +335,29 @@ static void on_answer(struct tide_evpool *pool, int status, void *resource,
         tide_evpool_free(pool);
         fx->pool = NULL;
     }
+    if (fx->answer_probe)
+        fx->answer_probe(a);
+}
+
+int acquire_rc(int64_t timeout, struct tide_acquire **handle,
+               struct answer **slot)
+{
+    ck_assert_int_lt(fx->n_answers, ANSWERS_MAX);
+    struct answer *a = &fx->answers[fx->n_answers];
+    memset(a, 0, sizeof *a);
+    a->status = 1; /* not answered */
+    int rc = tide_evpool_acquire(fx->pool, timeout, on_answer, a, handle);
+    if (rc == 0)
+        fx->n_answers++; /* a refused acquire has no answer to record */
+    if (slot)
+        *slot = rc == 0 ? a : NULL;
+    return rc;
 }
 
 struct answer *acquire(int64_t timeout, struct tide_acquire **handle)
 {
-    ck_assert_int_lt(fx->n_answers, ANSWERS_MAX);
-    struct answer *a = &fx->answers[fx->n_answers++];
-    a->status = 1; /* not answered */
-    int rc = tide_evpool_acquire(fx->pool, timeout, on_answer, a, handle);
-    ck_assert_int_eq(rc, 0);
+    struct answer *a = NULL;
+    ck_assert_int_eq(acquire_rc(timeout, handle, &a), 0);
     return a;
 }
 

@@ -61,8 +61,16 @@ struct fixture {
                                  it is already on its way out */
     int lost_refused;         /* such reports refused so far */
     /* called first thing from every factory hook ("make", "destroy",
-     * "cancel", "alive", "reusable", "check", "watch") */
+     * "cancel", "alive", "reusable", "check", "watch"); from watch only
+     * after the fake's `watched` is updated, so a probe whose call ends
+     * the watch (a close) finds the fake's record consistent */
     void (*probe)(const char *hook, struct fake *f);
+    bool watch_idle; /* during a "watch" probe: its idle argument */
+    /* called last from every recorded acquire's callback */
+    void (*answer_probe)(struct answer *a);
+    /* the teardown also asserts that every acquire was answered exactly
+     * once (for tests that cancel only with notify, and do not free) */
+    bool answer_once;
     /* what happened */
     struct fake fakes[FAKE_MAX];
     int n_fakes;
@@ -98,6 +106,10 @@ void fixture_teardown(void);
 
 /* Starts an acquire whose answer is recorded; returns its answer slot. */
 struct answer *acquire(int64_t timeout, struct tide_acquire **handle);
+/* The same where the acquire may be refused: returns its code, and on 0
+ * sets *slot (may be NULL) to the answer slot. */
+int acquire_rc(int64_t timeout, struct tide_acquire **handle,
+               struct answer **slot);
 /* Runs the loop for ms milliseconds (fewer if it runs out of events). */
 void run_ms(int ms);
 /* Runs the loop until pred() or ms milliseconds passed; returns pred(). */
