@@ -185,11 +185,13 @@ static void on_reply(struct bufferevent *bev, void *arg)
         id = strtoull(got + 1, &end, 16);
         framed = end == got + 17 && *end == ':';
     }
-    if (!framed || extra) {
-        fig->malformed++;
-        end_exchange(c, false);
-    } else if (id != c->id) {
+    /* another request's reply is the wrong caller's, whatever follows it
+     * (its own often does, when both came late together) */
+    if (framed && id != c->id) {
         fig->wrong_caller++;
+        end_exchange(c, false);
+    } else if (!framed || extra) {
+        fig->malformed++;
         end_exchange(c, false);
     } else {
         fig->ok++;
@@ -251,7 +253,9 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
     }
     if (status == TIDE_EUNAVAILABLE && why->guard == TIDE_GUARD_BREAKER) {
         fig->refused++;
-        if (c->up)
+        /* issued and answered while up: one issued just before the
+         * backend went down may fairly be refused once it is */
+        if (c->up && backend_up(ld))
             fig->refused_up++;
     } else if (status == TIDE_ETIMEDOUT)
         fig->timeouts++;

@@ -184,7 +184,9 @@ static void on_up_read(struct bufferevent *bev, void *arg)
             link_free(l);
         return;
     }
-    if (p->fault == CHAOS_LATENCY ||
+    if ((p->fault == CHAOS_STALL &&
+         ++p->server_chunks % (uint64_t)p->knobs.every == 0) ||
+        p->fault == CHAOS_LATENCY ||
         (p->fault == CHAOS_SLOW_HANDSHAKE && !l->spoke) ||
         evbuffer_get_length(l->held) > 0 || evtimer_pending(l->release, NULL)) {
         hold(l, in);
@@ -445,6 +447,9 @@ bool chaos_proxy_set(struct chaos_proxy *p, enum chaos_fault f,
     }
 
     switch (f) {
+    case CHAOS_BLACKHOLE: /* every link open now goes silent */
+        p->stats.faults += (uint64_t)p->stats.links;
+        return true;
     case CHAOS_REFUSE:
         listener_close(p);
         close_links(p);

@@ -34,6 +34,9 @@ enum chaos_fault {
     CHAOS_TRUNCATE,       /* every `every`-th server chunk: half of it goes
                              out, then the link is closed */
     CHAOS_LATENCY,        /* every server chunk held delay_ms */
+    CHAOS_STALL,          /* every `every`-th server chunk held delay_ms,
+                             what follows on its link queued behind it: a
+                             reply that outlives its caller's timeout */
 };
 
 /* How a fault bites; zero fields take the presets (every 10, 100 ms). */

@@ -178,6 +178,21 @@ START_TEST(latency_is_survived)
 }
 END_TEST
 
+/* one server write in a hundred is held 1.3 s, past its caller's 1 s
+ * timeout: the caller discards, and the late reply must reach nobody */
+START_TEST(latency_spike_is_survived)
+{
+    chaos_phase(&(struct chaos_phase){
+        .name = "latency-spike",
+        .tls = false,
+        .fault = CHAOS_STALL,
+        .knobs = {.every = 100, .delay_ms = 1300},
+        .backend_down = false,
+        .ward = CHAOS_WARD_STRIKES,
+    });
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("chaos_tcp");
@@ -196,6 +211,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, junk_while_idle_is_survived);
     tcase_add_test(tc, truncated_reply_is_survived);
     tcase_add_test(tc, latency_is_survived);
+    tcase_add_test(tc, latency_spike_is_survived);
     suite_add_tcase(s, tc);
     return s;
 }
