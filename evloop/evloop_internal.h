@@ -37,15 +37,16 @@ enum conn_state {
 };
 
 struct conn {
-    void *resource;  /* first: the item map reads it as the key */
-    int64_t lent_at; /* while untried: when it was made */
+    void *resource; /* first: the item map reads it as the key */
+    int64_t lent_at;
+    int64_t made_at;
     uint32_t loans;
     uint32_t next_free;
     uint8_t state;
     bool leak_reported;
-    /* Made, and not yet lent: its make's outcome is open until its first
-     * loan (a success) or its death while still young (a failed make: a
-     * server that accepts and closes, or speaks first). See makes.c. */
+    /* Made, and its make's outcome still open: settled when its first
+     * loan ends or it dies, a failure when it died young (a server that
+     * accepts and closes, or speaks first). See makes.c. */
     bool untried;
 };
 
@@ -316,9 +317,10 @@ void tide__make_start(struct tide_evpool *p, bool for_waiter);
  * was closed by the server's idle timeout proved its make. */
 #define UNTRIED_SPAN TIDE_SEC(1)
 /* Settles the open make of conn i, if it is untried: `died` when it was
- * found dead (lost, alive() false, a failed check) rather than lent or
- * retired. Returns true when that counted as a failed make (so it is no
- * further outcome of its own). */
+ * found dead (lost, alive() false, a failed check) or its first loan
+ * failed (discarded, refused on release), not when that loan came back
+ * fit or it was retired. Returns true when that counted as a failed make
+ * (so it is no further outcome of its own). */
 bool tide__conn_settle(struct tide_evpool *p, uint32_t i, bool died);
 void tide__makes_cancel_all(struct tide_evpool *p);
 void tide__makes_orphan_all(struct tide_evpool *p);

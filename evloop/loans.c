@@ -6,8 +6,6 @@
 void tide__loan_start(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
-    if (c->untried)
-        (void)tide__conn_settle(p, i, false); /* its first loan proves it */
     c->state = CONN_LENT;
     c->lent_at = p->now;
     c->loans++;
@@ -182,10 +180,12 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
     bool broken = !retire && !p->closing && p->factory.reusable &&
                   !p->factory.reusable(resource, p->factory.arg);
     /* an accepted release is the backend's success; one the factory
-     * refuses (unread bytes, a request half written) is a failure */
+     * refuses (unread bytes, a request half written) is a failure; the
+     * first loan of a new resource settles its make beside */
     if (broken)
         p->counters.dirty++;
-    tide__report(p, !broken);
+    if (!tide__conn_settle(p, i, broken))
+        tide__report(p, !broken);
     if (retire || broken) {
         tide__conn_destroy(p, i);
         return 0;
@@ -204,7 +204,8 @@ int tide_evpool_discard(struct tide_evpool *p, void *resource)
     if (rc)
         return rc;
     tide__evpool_now(p);
-    tide__report(p, false);
+    if (!tide__conn_settle(p, i, true))
+        tide__report(p, false);
     tide__conn_destroy(p, i);
     return 0;
 }

@@ -180,7 +180,7 @@ void tide_evpool_made(struct tide_make *t, void *resource)
     /* a reservation is open; the make's outcome waits for the first loan */
     (void)tide_pool_made_untried(p->core, resource, p->now);
     p->conns[i].untried = true;
-    p->conns[i].lent_at = p->now;
+    p->conns[i].made_at = p->now;
     p->counters.made++;
     /* a waiter answered from now on did not wait on a failing factory */
     p->make_error = 0;
@@ -205,19 +205,22 @@ struct tide_evpool *tide_make_pool(const struct tide_make *t)
     return t ? t->pool : NULL;
 }
 
-/* A make is proven by its resource's first loan, not by the factory's
+/* A make is proven by what its resource does first, not by the factory's
  * answer: a connection the server accepts and closes at once, or greets
  * with bytes nobody asked for, is answered "made" and is dead before
- * anyone can use it. Counted as made, such makes would reset the backoff
- * and the breaker every time, and a minimum would refill in a storm of
- * thousands of connects a second. */
+ * anyone can use it, or breaks on the first request it carries. Counted
+ * as made, such makes would reset the backoff and the breaker every time,
+ * and a minimum (or callers asking again) would refill in a storm of
+ * thousands of connects a second. So the make settles when its resource
+ * first comes back or dies: a failure when that was a death or a failed
+ * loan within UNTRIED_SPAN of the make, a success otherwise. */
 bool tide__conn_settle(struct tide_evpool *p, uint32_t i, bool died)
 {
     struct conn *c = &p->conns[i];
     if (!c->untried)
         return false;
     c->untried = false;
-    if (died && p->now - c->lent_at < UNTRIED_SPAN) {
+    if (died && p->now - c->made_at < UNTRIED_SPAN) {
         tide_pool_tried(p->core, p->now, tide__evpool_roll(p), false);
         p->counters.make_failures++;
         remember_error(p, TIDE_EUNPROVEN, NULL);

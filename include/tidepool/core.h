@@ -427,10 +427,10 @@ TIDE_API int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll);
 
 /* What feeds the ward. Outcomes, not events:
  *   successes: a make that succeeded (made, or a made_untried proven by its
- *     first loan) and an accepted release (the resource came back fit for
+ *     first use) and an accepted release (the resource came back fit for
  *     reuse);
  *   failures: a failed make (unmade, or a made_untried resource that died
- *     before its first loan), a broken loan (discarded), a release judged
+ *     before it served), a broken loan (discarded), a release judged
  *     unfit, a failed health check.
  * A resource that dies while idle after it has served says nothing about
  * the backend (servers close idle connections) and is no outcome. The
@@ -438,17 +438,17 @@ TIDE_API int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll);
  * holds makes, a successful one lifts the hold. give and drop are
  * bookkeeping only: report the outcomes beside them. */
 
-/* As tide_pool_made, but the make's outcome is left open: a resource made
- * ahead of demand (to keep a minimum) has not shown it works until it is
- * first lent. Settle it with tide_pool_tried: a server that accepts and
- * closes at once, or speaks first, otherwise reads as a string of
- * successful makes, and a minimum refills it in a storm. */
+/* As tide_pool_made, but the make's outcome is left open: a connection has
+ * not shown it works until it has served. Settle it with tide_pool_tried
+ * once its first use is over: a server that accepts and closes at once, or
+ * speaks first, otherwise reads as a string of successful makes, and a
+ * minimum (or callers asking again) refills it in a storm. */
 TIDE_API int tide_pool_made_untried(struct tide_pool *p, void *item,
                                     int64_t now);
-/* Settles a make left open by made_untried: ok when its resource was first
- * lent (the backoff resets, the breaker counts a success), not ok when it
- * died before (the breaker counts a failure and backoff holds makes, as
- * after unmade, with a delay jittered by roll). The resource itself is
+/* Settles a make left open by made_untried: ok when its resource served
+ * (the backoff resets, the breaker counts a success), not ok when it died
+ * first (the breaker counts a failure and backoff holds makes, as after
+ * unmade, with a delay jittered by roll). The resource itself is
  * taken off the books with give or drop as usual. */
 TIDE_API void tide_pool_tried(struct tide_pool *p, int64_t now, double roll,
                               bool ok);

@@ -17,11 +17,13 @@
  *
  * What feeds the breaker (and backoff), as in core.h: an accepted release
  * and a successful make are successes; a failed make, a discard, a release
- * that reusable() refuses and a failed health check are failures. A make
- * succeeds when its resource is first lent: one found dead before that
- * (lost, alive() false, a failed check, within a second of being made) was
- * never really made, and counts as a failed make, for backoff too. A
- * resource that dies while idle after serving (a server closing idle
+ * that reusable() refuses and a failed health check are failures. A make's
+ * outcome waits for what its resource does first: one that dies (lost,
+ * alive() false, a failed check) or whose first loan fails (discarded,
+ * refused on release) within a second of being made was never really made
+ * (a server that accepts and closes, or speaks first), and counts as a
+ * failed make, for backoff too; otherwise the make was a success. A
+ * resource that dies while idle after that (a server closing idle
  * connections) is no outcome. The top-up to `min` backs off after failed
  * makes (the ward's backoff, or the preset: 100 ms doubling to 1 s,
  * jittered) even with no backoff in the ward, so a server that accepts and

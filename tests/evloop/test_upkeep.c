@@ -58,6 +58,7 @@ START_TEST(min_is_kept_after_a_discard)
 {
     struct tide_evpool_options o = {.min = 1, .evict_interval = TIDE_MS(20)};
     fixture_pool(&o);
+    release(acquired()); /* it has served: a discard is no failed make */
     struct answer *a = acquired();
     struct fake *f = a->resource;
     a->resource = NULL;
@@ -120,8 +121,8 @@ START_TEST(minimum_backs_off_after_failed_makes_without_a_ward)
 }
 END_TEST
 
-/* Once a make is proven (its first loan), the backoff is forgotten: a
- * discard is replaced at once. */
+/* Once a make is proven (its first loan came back fit), the backoff is
+ * forgotten: a discard is replaced at once. */
 START_TEST(proven_make_lifts_the_topup_backoff)
 {
     struct tide_evpool_options o = {.min = 1};
@@ -130,6 +131,7 @@ START_TEST(proven_make_lifts_the_topup_backoff)
     fixture_pool(&o);
     ck_assert(run_until(min_is_up_one, 3000));
     ck_assert_int_eq(fx->makes, 4);
+    release(acquired());
     struct answer *a = acquired();
     void *r = a->resource;
     a->resource = NULL;

@@ -106,11 +106,16 @@ START_TEST(recovering_breaker_probes_once_then_activates)
     ck_assert_int_eq(e->status, TIDE_EUNAVAILABLE);
     ck_assert_int_eq(e->guard, TIDE_GUARD_BREAKER);
     ck_assert_int_eq(d->calls, 0);
-    /* the probe succeeds: ACTIVE, and d has it */
+    /* the probe is made and d has it; it succeeds when it comes back
+     * fit: ACTIVE */
     struct fake *f = answer_held(true);
     ck_assert(run_until_answered(d, 1000));
     ck_assert_ptr_eq(d->resource, f);
+    ck_assert_int_eq(stats().breaker, TIDE_BREAKER_RECOVERING);
+    release(d);
     ck_assert_int_eq(stats().breaker, TIDE_BREAKER_ACTIVE);
+    d = acquired();
+    ck_assert_ptr_eq(d->resource, f);
     fx->mode = MAKE_NOW;
     struct answer *g = acquired();
     ck_assert_ptr_ne(g->resource, f);
@@ -176,32 +181,38 @@ START_TEST(strategy_hears_every_success_and_failure)
     fixture_pool(&o);
     fx->plan[2] = MAKE_FAIL;
     fx->n_plan = 3;
-    struct answer *a = acquired();       /* success 1 */
-    struct answer *b2 = acquired();      /* success 2 */
-    struct answer *c = acquire(0, NULL); /* failure 1 */
+    /* two made and lent: their makes wait for how the loans end */
+    struct answer *a = acquired();
+    struct answer *b2 = acquired();
+    struct answer *c = acquire(0, NULL); /* a failed make: failure 1 */
     ck_assert(run_until_answered(c, 1000));
     ck_assert_int_eq(c->status, fx->fail_code);
-    ck_assert_int_eq(r.successes, 2);
+    ck_assert_int_eq(r.successes, 0);
     ck_assert_int_eq(r.failures, 1);
+    /* first loans that fail at once: failed makes, failures 2 and 3 */
     void *fa = a->resource;
     a->resource = NULL;
-    ck_assert_int_eq(tide_evpool_discard(fx->pool, fa), 0); /* failure 2 */
+    ck_assert_int_eq(tide_evpool_discard(fx->pool, fa), 0);
     ((struct fake *)b2->resource)->broken = true;
-    release(b2); /* failure 3 */
+    release(b2);
     ck_assert_int_eq(r.failures, 3);
-    struct answer *d = acquired(); /* success 3 */
-    struct fake *fd = release(d);  /* an accepted release: success 4 */
-    ck_assert_int_eq(r.successes, 4);
+    ck_assert_int_eq(r.successes, 0);
+    /* a first loan that comes back fit: the make's success and the
+     * release's, 1 and 2 */
+    struct answer *d = acquired();
+    struct fake *fd = release(d);
+    ck_assert_int_eq(r.successes, 2);
+    release(acquired()); /* from idle and back: success 3 */
+    ck_assert_int_eq(r.successes, 3);
     fd->dead = true;
-    /* found dead while idle after serving: no outcome; then a make,
-     * success 5 */
+    /* found dead while idle after serving: no outcome; then a make */
     struct answer *e = acquired();
     ck_assert_ptr_ne(e->resource, fd);
-    ck_assert_int_eq(r.successes, 5);
+    ck_assert_int_eq(r.successes, 3);
     ck_assert_int_eq(r.failures, 3);
     struct tide_evpool_stats s = stats();
     ck_assert_uint_eq(s.made, 4);
-    ck_assert_uint_eq(s.make_failures, 1);
+    ck_assert_uint_eq(s.make_failures, 3);
     ck_assert_uint_eq(s.health_failures, 1);
     ck_assert_uint_eq(s.dirty, 1);
 }
@@ -217,7 +228,7 @@ START_TEST(strategy_installed_on_the_pools_breaker)
         tide_breaker_set_strategy(tide_evpool_breaker(fx->pool), &counting, &r),
         0);
     struct answer *a = acquired();
-    ck_assert_int_eq(r.successes, 1);
+    ck_assert_int_eq(r.successes, 0); /* the make waits for the loan */
     void *fa = a->resource;
     a->resource = NULL;
     ck_assert_int_eq(tide_evpool_discard(fx->pool, fa), 0);
@@ -318,7 +329,7 @@ START_TEST(five_discards_in_a_row_open_strikes)
 END_TEST
 
 /* An accepted release is a success; a make's success is counted once,
- * when its resource is first lent. */
+ * when its resource's first loan comes back fit. */
 START_TEST(accepted_release_is_a_success)
 {
     struct reports r = {0};
@@ -326,10 +337,10 @@ START_TEST(accepted_release_is_a_success)
     struct tide_evpool_options o = counted(&r, &b);
     fixture_pool(&o);
     struct answer *a = acquired();
-    ck_assert_int_eq(r.successes, 1); /* the make, at its first loan */
+    ck_assert_int_eq(r.successes, 0); /* the make waits for the loan */
     release(a);
-    ck_assert_int_eq(r.successes, 2);
-    release(acquired()); /* from idle, and back */
+    ck_assert_int_eq(r.successes, 2); /* the make's and the release's */
+    release(acquired());              /* from idle, and back */
     ck_assert_int_eq(r.successes, 3);
     ck_assert_int_eq(r.failures, 0);
 }
@@ -395,15 +406,17 @@ START_TEST(dead_before_first_loan_is_a_failed_make)
     fx->fakes[0].dead = true; /* the server closed it before first use */
     struct answer *a = acquired();
     ck_assert_ptr_ne(a->resource, &fx->fakes[0]);
-    ck_assert_int_eq(r.failures, 1);  /* the minimum's make */
-    ck_assert_int_eq(r.successes, 1); /* the one a got */
+    ck_assert_int_eq(r.failures, 1); /* the minimum's make */
+    ck_assert_int_eq(r.successes, 0);
     ck_assert_uint_eq(stats().make_failures, 1);
+    release(a);
+    ck_assert_int_eq(r.successes, 2); /* the make a got, and its release */
 }
 END_TEST
 
-/* The first loan proves a minimum's make: a success, then, and no failure
- * when it dies later. */
-START_TEST(first_loan_proves_a_minimums_make)
+/* The first loan, come back fit, proves a minimum's make: a success, and
+ * no failure when it dies later. */
+START_TEST(first_use_proves_a_minimums_make)
 {
     struct reports r = {0};
     struct tide_breaker_options b;
@@ -414,8 +427,8 @@ START_TEST(first_loan_proves_a_minimums_make)
     ck_assert_int_eq(r.successes, 0); /* made, not yet tried */
     struct answer *a = acquired();
     ck_assert_ptr_eq(a->resource, &fx->fakes[0]);
-    ck_assert_int_eq(r.successes, 1);
     struct fake *f = release(a);
+    ck_assert_int_eq(r.successes, 2);
     ck_assert_int_eq(tide_evpool_lost(fx->pool, f), 0);
     ck_assert_int_eq(r.failures, 0);
 }
@@ -459,8 +472,9 @@ START_TEST(recovering_reopens_on_a_probes_failure)
     ck_assert_int_eq(stats().breaker, TIDE_BREAKER_INACTIVE);
     fx->mode = MAKE_NOW;
     run_ms(70);
-    struct answer *q = acquired(); /* the next probe succeeds */
+    struct answer *q = acquired(); /* the next probe is made */
     ck_assert_int_eq(q->status, 0);
+    release(q); /* and serves: ACTIVE */
     ck_assert_int_eq(stats().breaker, TIDE_BREAKER_ACTIVE);
 }
 END_TEST
@@ -609,7 +623,7 @@ static Suite *ward_suite(void)
     tcase_add_test(tc, lost_after_serving_is_no_outcome);
     tcase_add_test(tc, lost_before_first_loan_is_a_failed_make);
     tcase_add_test(tc, dead_before_first_loan_is_a_failed_make);
-    tcase_add_test(tc, first_loan_proves_a_minimums_make);
+    tcase_add_test(tc, first_use_proves_a_minimums_make);
     tcase_add_test(tc, rejected_release_and_failed_check_are_failures);
     tcase_add_test(tc, recovering_reopens_on_a_probes_failure);
     tcase_add_test(tc, deactivate_by_hand_fails_parked_waiters_at_once);
