@@ -189,8 +189,9 @@ typedef void (*tide_acquire_cb)(struct tide_evpool *pool, int status,
                                 void *arg);
 
 /* Queues an acquire. timeout 0 means the pool's acquire_timeout. Returns 0
- * and, when `handle` is not NULL, a handle valid until the callback starts or
- * cancel returns. Fails at once, with no callback, with TIDE_EINVAL,
+ * and, when `handle` is not NULL, a handle valid until the callback returns
+ * or cancel returns (a cancel from inside the acquire's own callback does
+ * nothing: the answer is given). Fails at once, with no callback, with TIDE_EINVAL,
  * TIDE_ECLOSED or TIDE_EQUEUEFULL. */
 TIDE_API int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
                                  tide_acquire_cb cb, void *arg,

@@ -450,9 +450,7 @@ START_TEST(release_with_body_unread_is_not_reused)
     tide_evpool_stats(pool, &ps);
     ck_assert_uint_eq(ps.made, N);
     ck_assert_int_eq(ps.idle, 0);
-#ifdef TIDE_TEST_STATS_DIRTY
     ck_assert_uint_eq(ps.dirty, N); /* and each is counted */
-#endif
     tide_evpool_free(pool);
     tide_tls_factory_free(factory);
     http_stop(&s);

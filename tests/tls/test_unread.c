@@ -394,9 +394,7 @@ static void run_load(int tls_version)
     }
     /* every dirty release was destroyed, and nothing else was */
     ck_assert_uint_eq(ps.destroyed, (uint64_t)dirty);
-#ifdef TIDE_TEST_STATS_DIRTY
     ck_assert_uint_eq(ps.dirty, (uint64_t)dirty);
-#endif
     ck_assert_uint_eq(ps.made, ps.destroyed + (uint64_t)ps.idle);
     ck_assert_int_eq(ps.lent, 0);
     ck_assert_uint_eq(ps.lost, 0);
