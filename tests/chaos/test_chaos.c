@@ -1,7 +1,8 @@
-/* The pool of <tidepool/evloop.h> over the TLS factory of <tidepool/tls.h>,
- * under faults the chaos proxy injects on real sockets in front of a TLS
- * echo server: 50 callers, a pool of 16, one phase per fault (see load.h for
- * what every phase asserts). */
+/* The pool of <tidepool/evloop.h> over the TCP or the TLS factory of
+ * <tidepool/tls.h>, under faults the chaos proxy injects on real sockets in
+ * front of an echo server: 50 callers, a pool of 16, one phase per fault (see
+ * load.h for what every phase asserts). Built twice, with CHAOS_OVER_TLS 0
+ * and 1: the same phases over TCP and over TLS. */
 #include "load.h"
 #include "runner.h"
 
@@ -10,7 +11,7 @@ START_TEST(reset_on_connect_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "reset-on-connect",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_RESET_ON_CONNECT,
         .knobs = {.every = 3},
         .backend_down = false,
@@ -25,7 +26,7 @@ START_TEST(reset_mid_request_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "reset-mid-request",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_RESET_MID_REQUEST,
         .knobs = {.every = 50},
         .backend_down = false,
@@ -39,7 +40,7 @@ START_TEST(reset_while_idle_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "reset-while-idle",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_RESET_IDLE,
         .knobs = {.idle_ms = 50},
         .think_ms = 150,
@@ -54,7 +55,7 @@ START_TEST(blackhole_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "blackhole",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_BLACKHOLE,
         .knobs = {0},
         .backend_down = true,
@@ -68,7 +69,7 @@ START_TEST(refused_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "refused",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_REFUSE,
         .knobs = {0},
         .backend_down = true,
@@ -83,7 +84,7 @@ START_TEST(full_backlog_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "full-backlog",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_FULL_BACKLOG,
         .knobs = {0},
         .backend_down = true,
@@ -97,7 +98,7 @@ START_TEST(slow_accept_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "slow-accept",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_SLOW_ACCEPT,
         .knobs = {.delay_ms = 25},
         .backend_down = false,
@@ -111,7 +112,7 @@ START_TEST(slow_handshake_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "slow-handshake",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_SLOW_HANDSHAKE,
         .knobs = {.delay_ms = 200},
         .backend_down = false,
@@ -125,7 +126,7 @@ START_TEST(idle_close_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "idle-close",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_IDLE_CLOSE,
         .knobs = {.idle_ms = 50},
         .think_ms = 150,
@@ -140,7 +141,7 @@ START_TEST(junk_while_idle_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "junk-while-idle",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_IDLE_JUNK,
         .knobs = {.idle_ms = 50},
         .think_ms = 150,
@@ -155,7 +156,7 @@ START_TEST(truncated_reply_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "truncated-reply",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_TRUNCATE,
         .knobs = {.every = 50},
         .backend_down = false,
@@ -169,7 +170,7 @@ START_TEST(latency_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "latency",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_LATENCY,
         .knobs = {.delay_ms = 20},
         .backend_down = false,
@@ -184,7 +185,7 @@ START_TEST(latency_spike_is_survived)
 {
     chaos_phase(&(struct chaos_phase){
         .name = "latency-spike",
-        .tls = true,
+        .tls = CHAOS_OVER_TLS,
         .fault = CHAOS_STALL,
         .knobs = {.every = 100, .delay_ms = 1300},
         .backend_down = false,
@@ -197,7 +198,7 @@ END_TEST
 
 static Suite *make_suite(void)
 {
-    Suite *s = suite_create("chaos_tls");
+    Suite *s = suite_create(CHAOS_OVER_TLS ? "chaos_tls" : "chaos_tcp");
     TCase *tc = tcase_create("faults");
     tcase_add_unchecked_fixture(tc, chaos_totals_open, chaos_totals_close);
     tcase_set_timeout(tc, CHAOS_TEST_TIMEOUT);
