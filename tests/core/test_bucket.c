@@ -391,6 +391,8 @@ static Suite *bucket_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("accrual");
+    /* 600,000 randomized steps: seconds under ASan on a busy machine */
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, tokens_accrue_at_rate);
     tcase_add_test(tc, tokens_stop_at_burst);
     tcase_add_test(tc, clock_going_backwards_earns_nothing);
