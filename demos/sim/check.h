@@ -10,8 +10,8 @@
  * pool of `size` connections, and prints one verdict line per phase to
  * out. True when every phase showed it:
  *   calm      every second served, nothing refused, the breaker ACTIVE;
- *   burst     every connection lent and callers queued, then (drain) the
- *             queue drained: connections idle again, the queue short;
+ *   burst     more callers queued than the pool has connections, then
+ *             (drain) the queue drained: connections idle, few waiting;
  *   outage    makes failed; backoff held makes (each make that followed a
  *             failed one while the breaker was ACTIVE came after a pause);
  *             the breaker opened (INACTIVE) and callers were shed;
