@@ -78,8 +78,10 @@ static int64_t now_ns(void)
 /* ---- what the pool shows between rows ---- */
 
 /* Notes the breaker's state and any new failed make. Called from every
- * callback the simulator gets (each 10 ms at least), because the breaker
- * passes through RECOVERING in a moment and the row must still show it. */
+ * callback the simulator gets (each tick, answer and make start), so the
+ * row shows every state the breaker passed through, and a failed make is
+ * seen within a tick (10 ms) of it: a pause measured from then is never
+ * longer than the one backoff really held. */
 static void observe(struct sim *s, struct tide_evpool_stats *st)
 {
     tide_evpool_stats(s->pool, st);
