@@ -108,6 +108,15 @@ struct tide_limits {
 
 #define TIDE_LIMITS(...) tide_limits_resolve((struct tide_limits){__VA_ARGS__})
 
+/* The same limits as an initialiser, a constant expression, for storage
+ * that TIDE_LIMITS cannot fill because it calls a function:
+ *   static const struct tide_limits L = TIDE_LIMITS_INIT(.size = 20);
+ * The fields keep what is written (zero stays zero, so idle reads 0 here):
+ * the presets are applied where every pool resolves its limits, at
+ * tide_pool_new and tide_evpool_new, with zero meaning the preset as ever.
+ * TIDE_LIMITS_INIT(0) is all the presets. */
+#define TIDE_LIMITS_INIT(...) {__VA_ARGS__}
+
 /* The limits with every zero field replaced by its preset. */
 TIDE_API struct tide_limits tide_limits_resolve(struct tide_limits limits);
 /* 0 when the limits are valid, TIDE_ELIMITS otherwise. */

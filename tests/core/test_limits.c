@@ -1,5 +1,5 @@
-/* tide_limits_*: the presets, TIDE_LIMITS() and validation, both by
- * tide_limits_check and at tide_pool_new. */
+/* tide_limits_*: the presets, TIDE_LIMITS(), TIDE_LIMITS_INIT() and
+ * validation, both by tide_limits_check and at tide_pool_new. */
 #include <math.h>
 
 #include <tidepool/core.h>
@@ -146,6 +146,31 @@ START_TEST(no_limit_is_kept_as_written)
 }
 END_TEST
 
+/* TIDE_LIMITS calls a function, so it cannot fill static storage; this
+ * can (the file does not compile, under -Wpedantic -Werror, when it is not
+ * a constant expression). */
+static const struct tide_limits static_limits = TIDE_LIMITS_INIT(.size = 20);
+static const struct tide_limits static_presets = TIDE_LIMITS_INIT(0);
+
+/* The initialiser keeps what is written; the pool applies the presets. */
+START_TEST(static_initialiser_is_resolved_by_the_pool)
+{
+    assert_presets_but(static_limits, 20, 0, 0, 0, 0.0);
+    struct tide_pool *p;
+    ck_assert_int_eq(tide_pool_new(&static_limits, NULL, T0, &p), 0);
+    assert_presets_but(tide_pool_limits(p), 20, 20, PRESET_KEEP, PRESET_LIFE,
+                       0.0);
+    for (int k = 0; k < 20; k++)
+        ck_assert_int_eq(tide_pool_take(p, T0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_take(p, T0, 0.5).answer, TIDE_WAIT);
+    tide_pool_free(p);
+    ck_assert_int_eq(tide_pool_new(&static_presets, NULL, T0, &p), 0);
+    assert_presets_but(tide_pool_limits(p), PRESET_SIZE, PRESET_IDLE,
+                       PRESET_KEEP, PRESET_LIFE, 0.0);
+    tide_pool_free(p);
+}
+END_TEST
+
 /* ---- check ------------------------------------------------------------ */
 
 START_TEST(check_accepts_valid_limits)
@@ -252,6 +277,7 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, resolve_is_idempotent);
     tcase_add_test(tc, zero_age_is_the_preset_not_forever);
     tcase_add_test(tc, no_limit_is_kept_as_written);
+    tcase_add_test(tc, static_initialiser_is_resolved_by_the_pool);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("check");
