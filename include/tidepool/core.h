@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tidepool/version.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -78,6 +80,14 @@ enum tide_error {
 TIDE_API const char *tide_strerror(int code);
 /* The code's name ("TIDE_EDOUBLE"); "TIDE_E?" for an unknown code. */
 TIDE_API const char *tide_err_name(int code);
+
+/* ---- version ---------------------------------------------------------- */
+
+/* The version of the library linked at run time, "MAJOR.MINOR.PATCH";
+ * static storage. TIDE_VERSION_STRING (<tidepool/version.h>) is the one a
+ * program was compiled against: the two differ when a shared library was
+ * upgraded under a program built earlier. */
+TIDE_API const char *tide_version(void);
 
 /* ---- limits ----------------------------------------------------------- */
 
