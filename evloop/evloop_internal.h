@@ -163,6 +163,9 @@ struct upkeep_timer {
     int64_t due; /* lag probe: when it should have fired */
 };
 
+/* An upkeep key no state folds into: the next sync looks at every timer. */
+#define UPKEEP_STALE 0x100u
+
 #define COMMON_TIMEOUTS 8
 
 struct tide_evpool {
@@ -223,6 +226,7 @@ struct tide_evpool {
     struct upkeep_timer health;
     struct upkeep_timer leak;
     struct upkeep_timer lag;
+    unsigned upkeep_key; /* what the timers were last synced for */
     struct event closed_ev;
 
     uint64_t rng;
@@ -321,7 +325,14 @@ void tide__make_start(struct tide_evpool *p, bool for_waiter);
  * failed (discarded, refused on release), not when that loan came back
  * fit or it was retired. Returns true when that counted as a failed make
  * (so it is no further outcome of its own). */
-bool tide__conn_settle(struct tide_evpool *p, uint32_t i, bool died);
+bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died);
+/* Inline: every release asks, and all but a resource's first loan answer
+ * no. */
+static inline bool tide__conn_settle(struct tide_evpool *p, uint32_t i,
+                                     bool died)
+{
+    return p->conns[i].untried && tide__conn_settle_make(p, i, died);
+}
 void tide__makes_cancel_all(struct tide_evpool *p);
 void tide__makes_orphan_all(struct tide_evpool *p);
 void tide__checks_orphan_all(struct tide_evpool *p);

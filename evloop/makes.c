@@ -214,11 +214,9 @@ struct tide_evpool *tide_make_pool(const struct tide_make *t)
  * thousands of connects a second. So the make settles when its resource
  * first comes back or dies: a failure when that was a death or a failed
  * loan within UNTRIED_SPAN of the make, a success otherwise. */
-bool tide__conn_settle(struct tide_evpool *p, uint32_t i, bool died)
+bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died)
 {
     struct conn *c = &p->conns[i];
-    if (!c->untried)
-        return false;
     c->untried = false;
     if (died && p->now - c->made_at < UNTRIED_SPAN) {
         tide_pool_tried(p->core, p->now, tide__evpool_roll(p), false);

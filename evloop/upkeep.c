@@ -132,6 +132,7 @@ static void on_upkeep(evutil_socket_t fd, short what, void *arg)
     struct upkeep_timer *t = arg;
     struct tide_evpool *p = t->pool;
     t->armed = false;
+    p->upkeep_key = UPKEEP_STALE; /* t must be armed again if still wanted */
     tide__evpool_enter(p);
     t->work(p);
     if (!p->free_pending)
@@ -153,7 +154,10 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
     /* The eviction timer also paces the top-ups to min after a failure. With
      * eviction off it still runs then (and only then), once a second, the
      * preset interval: a failed minimum must be made again some time. */
-    p->evicting = evict_interval != TIDE_FOREVER;
+    struct tide_limits l = tide_pool_limits(p->core);
+    /* with keep and life both forever nothing can ever be evicted */
+    p->evicting = evict_interval != TIDE_FOREVER &&
+                  (l.keep != TIDE_FOREVER || l.life != TIDE_FOREVER);
     p->evict.period = p->evicting ? evict_interval : TIDE_SEC(1);
     p->health.period = p->factory.check ? health_interval : TIDE_FOREVER;
     p->lag.period = p->shedding ? lag_interval : TIDE_FOREVER;
@@ -165,6 +169,7 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                          : period > TIDE_SEC(1) ? TIDE_SEC(1)
                                                 : period;
     }
+    p->upkeep_key = UPKEEP_STALE;
     event_assign(&p->topup_wake, p->base, -1, 0, on_topup_wake, p);
     timer_init(p, &p->evict, evict_work);
     timer_init(p, &p->health, tide__health_round);
@@ -185,22 +190,36 @@ static void want(struct tide_evpool *p, struct upkeep_timer *t, bool work)
 /* Stopping matters as much as arming: a pending event keeps
  * event_base_dispatch running, so a health timer left armed after the last
  * idle resource was evicted held the application's loop for up to a
- * health_interval (30 s by default) with nothing to check. */
+ * health_interval (30 s by default) with nothing to check.
+ *
+ * The timers follow whether anything is live at all, not what is idle or
+ * lent: a pool cycling one resource through try_acquire and release would
+ * otherwise delete and add the eviction timer on every loan, a third of
+ * the cycle's cost. A round with nothing idle (or lent) to look at is
+ * cheap, and comes at most once a period. What the timers depend on is
+ * folded into one key, so the usual sync, with nothing changed, is one
+ * compare. */
 void tide__upkeep_sync(struct tide_evpool *p)
 {
-    int64_t idle = tide_pool_idle(p->core);
     int64_t live = tide_pool_live(p->core);
     bool topping_up = !p->closing && live < p->min;
+    unsigned key = (unsigned)(live > 0) | (unsigned)p->closing << 1 |
+                   (unsigned)topping_up << 2 |
+                   (unsigned)(p->queued.count > 0) << 3;
+    if (key == p->upkeep_key)
+        return;
+    p->upkeep_key = key;
     if (!topping_up)
         stop_topup_wake(p);
-    want(p, &p->evict, (idle > 0 && p->evicting) || topping_up);
-    want(p, &p->health, idle > 0 && !p->closing);
-    want(p, &p->leak, p->lent > 0);
+    want(p, &p->evict, (live > 0 && p->evicting) || topping_up);
+    want(p, &p->health, live > 0 && !p->closing);
+    want(p, &p->leak, live > 0);
     want(p, &p->lag, live > 0 || p->queued.count > 0);
 }
 
 void tide__upkeep_stop(struct tide_evpool *p)
 {
+    p->upkeep_key = UPKEEP_STALE;
     stop_topup_wake(p);
     stop(&p->evict);
     stop(&p->health);
