@@ -1,0 +1,318 @@
+/* Commands: each call is a batch (one command, or a pipeline) that borrows
+ * one connection, writes its RESP in one go, and reads the replies in
+ * order with a redisReader, each to its command's callback.
+ *
+ * The connection goes back to the pool only when the last reply has been
+ * read and nothing more came: a byte beyond it would be read by the next
+ * borrower as the answer to its own command. Anything else (a protocol
+ * error, a timeout, the server closing or resetting the connection) ends
+ * the loan with a discard, so a reply still on its way is destroyed with
+ * its connection and never reaches another command. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "redis_internal.h"
+
+struct slot {
+    tide_redis_cb cb;
+    void *arg;
+};
+
+struct tide__redis_batch {
+    struct tide__redis_batch *prev, *next;
+    struct tide_redis_client *client;
+    struct tide_acquire *acquire; /* while waiting for a connection */
+    struct bufferevent *bev;      /* while lent */
+    redisReader *reader;          /* while lent */
+    struct event timer;
+    bool timed;  /* timer pending */
+    size_t n;    /* commands */
+    size_t done; /* answered */
+    size_t len;  /* of resp */
+    char *resp;  /* the commands in RESP, after the slots */
+    struct slot slots[];
+};
+
+/* ---- ending a batch ----------------------------------------------------- */
+
+static void stop_timer(struct tide__redis_batch *b)
+{
+    if (b->timed) {
+        event_del(&b->timer);
+        b->timed = false;
+    }
+}
+
+/* Ends the loan, if any: back to the pool when clean, else discarded. */
+static void end_loan(struct tide__redis_batch *b, bool clean)
+{
+    struct tide_redis_client *c = b->client;
+    if (!b->bev)
+        return;
+    bufferevent_setcb(b->bev, NULL, NULL, NULL, NULL);
+    if (clean) {
+        (void)tide_evpool_release(c->pool, b->bev);
+    } else {
+        c->stats.discarded++;
+        (void)tide_evpool_discard(c->pool, b->bev);
+    }
+    b->bev = NULL;
+    tide__redis_reader_give(c, b->reader, clean);
+    b->reader = NULL;
+}
+
+/* Takes b off the client's books: it is answered, or being answered. */
+static void retire(struct tide__redis_batch *b)
+{
+    stop_timer(b);
+    if (b->acquire) {
+        tide_evpool_cancel(b->acquire, false);
+        b->acquire = NULL;
+    }
+    TIDE__REDIS_UNLINK(&b->client->batches, b);
+}
+
+static void batch_free(struct tide__redis_batch *b)
+{
+    free(b);
+}
+
+static void answer(struct tide__redis_batch *b, int status,
+                   const redisReply *reply, const char *message)
+{
+    struct tide_redis_client *c = b->client;
+    struct slot *s = &b->slots[b->done++];
+    if (reply) {
+        c->stats.replies++;
+        if (reply->type == REDIS_REPLY_ERROR)
+            c->stats.error_replies++;
+    } else {
+        c->stats.failed++;
+        if (status == TIDE_REDIS_ETIMEDOUT)
+            c->stats.timeouts++;
+    }
+    s->cb(c, status, reply, message ? message : tide_redis_strerror(status),
+          s->arg);
+}
+
+/* The loan failed: the connection (if any) is discarded, the commands not
+ * yet answered get code and message, and b is freed. Called from the
+ * loop, inside enter/leave. */
+static void fail(struct tide__redis_batch *b, int code, const char *message)
+{
+    struct tide_redis_client *c = b->client;
+    char text[256];
+    /* the message may live in what is freed now (the reader's errstr) */
+    snprintf(text, sizeof text, "%s",
+             message ? message : tide_redis_strerror(code));
+    retire(b);
+    end_loan(b, false);
+    while (b->done < b->n && !c->dying)
+        answer(b, code, NULL, text);
+    batch_free(b);
+}
+
+/* ---- the exchange ------------------------------------------------------- */
+
+/* One whole reply: its command's answer. Returns false when b is gone
+ * (the last reply, or the client freed inside the callback). */
+static bool deliver(struct tide__redis_batch *b, redisReply *reply)
+{
+    struct tide_redis_client *c = b->client;
+    int status = reply->type == REDIS_REPLY_ERROR ? TIDE_REDIS_EREPLY : 0;
+    const char *message = status ? reply->str : NULL;
+    if (b->done + 1 < b->n) {
+        answer(b, status, reply, message);
+        freeReplyObject(reply);
+        return !c->dying;
+    }
+    /* the last one: nothing may follow it, neither in the reader nor in
+     * the input buffer */
+    bool extra = tide__redis_reader_holds(b->reader) ||
+                 evbuffer_get_length(bufferevent_get_input(b->bev)) > 0;
+    retire(b);
+    end_loan(b, !extra);
+    answer(b, status, reply, message);
+    freeReplyObject(reply);
+    batch_free(b);
+    return false;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct tide__redis_batch *b = arg;
+    struct tide_redis_client *c = b->client;
+    tide__redis_enter(c);
+    if (tide__redis_feed(b->reader, bufferevent_get_input(bev)) != 0) {
+        fail(b, TIDE_ENOMEM, NULL);
+        goto out;
+    }
+    for (;;) {
+        void *reply = NULL;
+        if (redisReaderGetReply(b->reader, &reply) != REDIS_OK) {
+            fail(b, TIDE_REDIS_EPROTOCOL, b->reader->errstr);
+            break;
+        }
+        if (!reply || !deliver(b, reply))
+            break;
+    }
+out:
+    tide__redis_leave(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct tide__redis_batch *b = arg;
+    struct tide_redis_client *c = b->client;
+    char text[256];
+    int code = tide_net_event_error(bev, what, NULL, text, sizeof text);
+    if (code == 0) /* not a failure (CONNECTED): nothing to do */
+        return;
+    tide__redis_enter(c);
+    fail(b, code, text);
+    tide__redis_leave(c);
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide__redis_batch *b = arg;
+    struct tide_redis_client *c = b->client;
+    b->timed = false;
+    tide__redis_enter(c);
+    fail(b, TIDE_REDIS_ETIMEDOUT, NULL);
+    tide__redis_leave(c);
+}
+
+/* The connection is lent: read with a fresh reader, write the commands.
+ * 0, or TIDE_ENOMEM with the loan still on b (the caller ends it). */
+static int start(struct tide__redis_batch *b, struct bufferevent *bev)
+{
+    struct tide_redis_client *c = b->client;
+    b->bev = bev;
+    b->reader = tide__redis_reader_take(c);
+    if (!b->reader)
+        return TIDE_ENOMEM;
+    bufferevent_setcb(bev, on_read, NULL, on_event, b);
+    if (bufferevent_write(bev, b->resp, b->len) != 0)
+        return TIDE_ENOMEM;
+    return 0;
+}
+
+static void on_acquired(struct tide_evpool *pool, int status, void *resource,
+                        const struct tide_why *why, void *arg)
+{
+    (void)pool;
+    struct tide__redis_batch *b = arg;
+    struct tide_redis_client *c = b->client;
+    b->acquire = NULL;
+    tide__redis_enter(c);
+    if (status != 0)
+        fail(b, status == TIDE_ETIMEDOUT ? TIDE_REDIS_ETIMEDOUT : status,
+             status == TIDE_ETIMEDOUT ? NULL : why->message);
+    else if (start(b, resource) != 0)
+        fail(b, TIDE_ENOMEM, NULL);
+    tide__redis_leave(c);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static bool cmd_valid(const struct tide_redis_cmd *cmd)
+{
+    if (cmd->argc < 1 || !cmd->argv || !cmd->cb)
+        return false;
+    for (int i = 0; i < cmd->argc; i++)
+        if (!cmd->argv[i])
+            return false;
+    return true;
+}
+
+int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
+                        const struct tide_redis_cmd *cmds)
+{
+    if (!c || n < 1 || !cmds || c->dying)
+        return c && c->dying ? TIDE_REDIS_ECLOSED : TIDE_EINVAL;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!cmd_valid(&cmds[i]))
+            return TIDE_EINVAL;
+        len +=
+            tide__redis_resp_size(cmds[i].argc, cmds[i].argv, cmds[i].argvlen);
+    }
+    size_t head = sizeof(struct tide__redis_batch) + n * sizeof(struct slot);
+    struct tide__redis_batch *b = malloc(head + len);
+    if (!b)
+        return TIDE_ENOMEM;
+    memset(b, 0, head);
+    b->client = c;
+    b->n = n;
+    b->len = len;
+    b->resp = (char *)b + head;
+    char *at = b->resp;
+    for (size_t i = 0; i < n; i++) {
+        at = tide__redis_resp_write(at, cmds[i].argc, cmds[i].argv,
+                                    cmds[i].argvlen);
+        b->slots[i] = (struct slot){.cb = cmds[i].cb, .arg = cmds[i].arg};
+    }
+    /* The fast path: an idle connection now, and nobody queued before us
+     * (try_acquire never barges), saves a pass of the loop per command.
+     * Nothing calls back from here: a failure is returned. */
+    void *bev = NULL;
+    int rc = tide_evpool_try_acquire(c->pool, &bev);
+    if (rc == 0) {
+        if ((rc = start(b, bev)) != 0) {
+            bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+            (void)tide_evpool_discard(c->pool, bev);
+            tide__redis_reader_give(c, b->reader, false);
+            batch_free(b);
+            return rc;
+        }
+    } else if (rc == TIDE_ECLOSED) {
+        batch_free(b);
+        return rc;
+    } else {
+        /* the pool's own timeout answers first only when the command has
+         * none: the client's timer covers the wait and the reply alike */
+        int64_t wait = c->timeout == TIDE_FOREVER ? 0 : c->timeout;
+        rc = tide_evpool_acquire(c->pool, wait, on_acquired, b, &b->acquire);
+        if (rc != 0) {
+            batch_free(b);
+            return rc;
+        }
+    }
+    TIDE__REDIS_LINK(&c->batches, b);
+    if (c->timeout != TIDE_FOREVER) {
+        event_assign(&b->timer, c->base, -1, 0, on_timeout, b);
+        event_add(&b->timer, c->timeout_tv);
+        b->timed = true;
+    }
+    c->stats.commands += n;
+    return 0;
+}
+
+int tide_redis_command(struct tide_redis_client *c, int argc,
+                       const char *const *argv, const size_t *argvlen,
+                       tide_redis_cb cb, void *arg)
+{
+    struct tide_redis_cmd cmd = {
+        .argc = argc, .argv = argv, .argvlen = argvlen, .cb = cb, .arg = arg};
+    return tide_redis_pipeline(c, 1, &cmd);
+}
+
+void tide__redis_batches_end(struct tide_redis_client *c)
+{
+    while (c->batches) {
+        struct tide__redis_batch *b = c->batches;
+        retire(b);
+        /* not given back: the pool, freed next, destroys it */
+        if (b->bev)
+            bufferevent_setcb(b->bev, NULL, NULL, NULL, NULL);
+        tide__redis_reader_give(c, b->reader, false);
+        batch_free(b);
+    }
+}

@@ -1,0 +1,181 @@
+/* tidepool redis: a pooled asynchronous Redis client on hiredis's reader.
+ *
+ * A client owns a tide_evpool over tidepool's TCP or TLS factory
+ * (<tidepool/tls.h>). A command borrows a connection, writes the command in
+ * RESP, reads the reply with hiredis's redisReader, and gives the
+ * connection back once the whole reply has been read and nothing else is
+ * waiting on it; a connection that broke the protocol, timed out or was
+ * closed under the command is discarded instead, so no reply ever reaches
+ * the wrong command. hiredis's own asynchronous context is not used: in
+ * hiredis 0.14 it opens its own socket and cannot adopt a pooled one.
+ *
+ *   struct tide_redis_client *c;
+ *   struct tide_redis_options o = {.tcp = {.host = "127.0.0.1", .port = 6379}};
+ *   if (tide_redis_client_new(base, &o, &c) != 0) ...
+ *   const char *argv[] = {"GET", "key"};
+ *   tide_redis_command(c, 2, argv, NULL, on_reply, arg);
+ *   ...
+ *   tide_redis_client_free(c);
+ *
+ * Replies: a Redis error reply ("-ERR ...", "-WRONGPASS ...") is a reply:
+ * the connection is fine and goes back to the pool, and the command is
+ * answered with TIDE_REDIS_EREPLY and the server's own text. Failures of
+ * the connection (refused, closed, reset, TLS) keep tidepool's codes
+ * (<tidepool/tls.h>), with the factory's sentence as the message.
+ *
+ * Threads: a client belongs to one event_base and is used from that loop's
+ * thread only. The application must ignore SIGPIPE (see <tidepool/evloop.h>).
+ */
+#ifndef TIDEPOOL_REDIS_H
+#define TIDEPOOL_REDIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tidepool/tls.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct event_base;
+struct redisReply;
+
+/* Errors of the client, beside tidepool's own (tide_redis_strerror knows
+ * both). */
+enum tide_redis_error {
+    /* the server answered with an error reply; the message is its text */
+    TIDE_REDIS_EREPLY = -90,
+    /* the bytes from the server are not RESP, or more came than were asked
+     * for: the connection was discarded */
+    TIDE_REDIS_EPROTOCOL = -91,
+    /* no whole reply within the command's timeout (waiting for a
+     * connection included): the connection, if any, was discarded */
+    TIDE_REDIS_ETIMEDOUT = -92,
+    /* a new connection's AUTH or SELECT was refused; the message is the
+     * server's reply */
+    TIDE_REDIS_ESETUP = -93,
+    /* the client is being freed */
+    TIDE_REDIS_ECLOSED = -94,
+};
+
+/* A sentence for a person, for the codes above and every tidepool code;
+ * never NULL, static storage. */
+const char *tide_redis_strerror(int code);
+
+/* How the client connects and behaves. Zero fields take the preset; spans
+ * are ns. Strings are copied at creation; what is marked borrowed must
+ * outlive the call to tide_redis_client_new only. */
+struct tide_redis_options {
+    /* Where and how to connect: host and port (preset 6379), resolver,
+     * timeouts, keepalive. Its setup and idle-data fields belong to the
+     * client: leave them zero. */
+    struct tide_tcp_options tcp;
+    /* NULL: plain TCP. Otherwise TLS with these options (borrowed): trust
+     * store, verification name, SNI, sessions. Their tcp field is ignored;
+     * the one above is used. */
+    const struct tide_tls_options *tls;
+    /* The pool: limits (size preset 10), min, make and acquire timeouts,
+     * health_interval (how often idle connections are PINGed; preset 30 s),
+     * ward. A ward without a backoff gets tidepool's preset backoff (100 ms
+     * doubling to 1 s), so a server refusing connections is not stormed by
+     * callers; the other guards are used as given. */
+    struct tide_evpool_options pool;
+    /* AUTH on every new connection: password alone (AUTH password), or
+     * user and password (AUTH user password, Redis 6 ACLs). NULL: none. */
+    const char *user;
+    const char *password;
+    /* SELECT on every new connection when above 0. */
+    int db;
+    /* From tide_redis_command until the whole reply, waiting for a
+     * connection included. Preset 5 s; TIDE_FOREVER for none. */
+    int64_t timeout;
+    /* How long a health check's PING may take; preset 1 s. */
+    int64_t check_timeout;
+};
+
+struct tide_redis_client;
+
+/* Creates a client on base (borrowed; must outlive the client). Returns 0
+ * with *out (free it with tide_redis_client_free); TIDE_EINVAL (a NULL
+ * argument, a user without a password, a negative db or span, and whatever
+ * the factory or the pool refuse); TIDE_ENOMEM; the factory's and the
+ * pool's codes. *out is NULL on failure when out is not. */
+TIDE_MUST_USE int tide_redis_client_new(struct event_base *base,
+                                        const struct tide_redis_options *o,
+                                        struct tide_redis_client **out);
+
+/* Frees the client, its pool and its connections. Commands not yet
+ * answered are dropped without callbacks (as tide_evpool_free drops its
+ * waiters). Safe from inside a command's callback: it completes when that
+ * callback returns. NULL is ignored. */
+void tide_redis_client_free(struct tide_redis_client *c);
+
+/* The answer to one command. status 0 with the reply; TIDE_REDIS_EREPLY
+ * with the error reply (its text is also the message); any other code with
+ * reply NULL and a sentence for a person (the factory's, for a connection
+ * that failed). reply and message are borrowed: valid during the callback
+ * only. Runs from the loop, never inside tide_redis_command, exactly once
+ * per command, unless the client is freed first. May call any client
+ * function, free included. */
+typedef void (*tide_redis_cb)(struct tide_redis_client *c, int status,
+                              const struct redisReply *reply,
+                              const char *message, void *arg);
+
+/* Sends one command: argc arguments argv[i] of argvlen[i] bytes each
+ * (argvlen NULL: each is a NUL-terminated string). The arguments are
+ * copied before the call returns. Returns 0 and answers cb once; fails at
+ * once, without a callback, with TIDE_EINVAL (NULL client, argv or cb,
+ * argc < 1), TIDE_ENOMEM, or the pool's refusal (TIDE_EQUEUEFULL,
+ * TIDE_ECLOSED). */
+int tide_redis_command(struct tide_redis_client *c, int argc,
+                       const char *const *argv, const size_t *argvlen,
+                       tide_redis_cb cb, void *arg);
+
+/* One command of a pipeline, as the arguments of tide_redis_command. */
+struct tide_redis_cmd {
+    int argc;
+    const char *const *argv;
+    const size_t *argvlen; /* NULL: NUL-terminated strings */
+    tide_redis_cb cb;
+    void *arg;
+};
+
+/* Sends n commands on one connection in one write; the replies come back
+ * in order, each to its own callback, under one timeout for the whole
+ * pipeline. When the connection fails, commands answered already stay
+ * answered and the rest get the failure. Returns as tide_redis_command
+ * (TIDE_EINVAL also for n < 1 or a bad command, and then none is sent). */
+int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
+                        const struct tide_redis_cmd *cmds);
+
+/* What a client has done: its pool's and its factory's counters, and its
+ * own. */
+struct tide_redis_stats {
+    struct tide_evpool_stats pool; /* loans, makes, waits */
+    struct tide_net_stats net;     /* connects, resumed TLS sessions */
+    uint64_t commands;             /* commands sent */
+    uint64_t replies;              /* answered with a reply (errors too) */
+    uint64_t error_replies;        /* ... of them error replies */
+    uint64_t failed;               /* answered with no reply */
+    uint64_t timeouts;             /* ... of them timed out */
+    uint64_t discarded;            /* connections given up after a fault */
+    uint64_t checks;               /* health-check PINGs */
+    uint64_t check_failures;       /* ... that failed */
+};
+
+/* The counters into *out; a NULL client gives zeros, a NULL out is
+ * ignored. */
+void tide_redis_client_stats(struct tide_redis_client *c,
+                             struct tide_redis_stats *out);
+
+/* The pool under the client (borrowed; lives as long as the client), for
+ * its breaker and stats. NULL for NULL. */
+struct tide_evpool *tide_redis_client_pool(struct tide_redis_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIDEPOOL_REDIS_H */

@@ -1,0 +1,109 @@
+/* The client's insides, shared by its files: the client itself, the loans
+ * commands run on (batches) and the health checks. */
+#ifndef TIDEPOOL_REDIS_INTERNAL_H
+#define TIDEPOOL_REDIS_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <hiredis/hiredis.h>
+
+#include "redis.h"
+
+struct bufferevent;
+struct evbuffer;
+
+/* A doubly linked list of structs with prev and next. */
+#define TIDE__REDIS_LINK(head, x)                                              \
+    do {                                                                       \
+        (x)->prev = NULL;                                                      \
+        (x)->next = *(head);                                                   \
+        if (*(head))                                                           \
+            (*(head))->prev = (x);                                             \
+        *(head) = (x);                                                         \
+    } while (0)
+#define TIDE__REDIS_UNLINK(head, x)                                            \
+    do {                                                                       \
+        if ((x)->prev)                                                         \
+            (x)->prev->next = (x)->next;                                       \
+        else                                                                   \
+            *(head) = (x)->next;                                               \
+        if ((x)->next)                                                         \
+            (x)->next->prev = (x)->prev;                                       \
+        (x)->prev = (x)->next = NULL;                                          \
+    } while (0)
+
+/* Readers kept for reuse: one is taken per loan, and one that saw a whole
+ * exchange through is as good as new (its buffer holds no unread byte). */
+#define TIDE__REDIS_SPARE_READERS 64
+
+struct tide__redis_batch;
+struct tide__redis_check;
+
+struct tide_redis_client {
+    struct event_base *base;
+    struct tide_tcp_factory *tcp; /* one of the two */
+    struct tide_tls_factory *tls;
+    struct tide_factory inner; /* as the factory bound it */
+    struct tide_factory table; /* forwards to inner; check is the client's */
+    struct tide_evpool *pool;
+
+    int64_t timeout; /* per command, ns; TIDE_FOREVER for none */
+    /* the same as libevent's common timeout: every command has the same
+     * span, so a queue rather than the heap */
+    const struct timeval *timeout_tv;
+    int64_t check_timeout; /* per PING */
+    char *user;            /* AUTH; NULL for none */
+    char *password;
+    int db; /* SELECT when > 0 */
+
+    struct tide__redis_batch *batches; /* unanswered, waiting or lent */
+    struct tide__redis_check *checks;  /* PINGs in flight */
+
+    redisReader *spare[TIDE__REDIS_SPARE_READERS];
+    size_t spares;
+
+    /* Callbacks into the application nest; a free asked for inside one
+     * waits until the outermost returns. */
+    int depth;
+    bool dying;
+
+    struct tide_redis_stats stats; /* pool and net filled on demand */
+};
+
+/* Entering and leaving a callback from the loop: leave frees the client
+ * when a free was asked for inside and this was the outermost. */
+void tide__redis_enter(struct tide_redis_client *c);
+void tide__redis_leave(struct tide_redis_client *c);
+
+/* A reader for one loan (NULL when out of memory); give back a clean one
+ * (a whole exchange read, nothing buffered) to be reused, anything else is
+ * freed. */
+redisReader *tide__redis_reader_take(struct tide_redis_client *c);
+void tide__redis_reader_give(struct tide_redis_client *c, redisReader *r,
+                             bool clean);
+/* Moves everything in `in` into the reader. 0, or -1 when out of memory. */
+int tide__redis_feed(redisReader *r, struct evbuffer *in);
+/* Whether the reader holds bytes it has not made a reply of. */
+bool tide__redis_reader_holds(const redisReader *r);
+
+/* RESP for one command: the bytes it takes, and writing them (out has
+ * that many). */
+size_t tide__redis_resp_size(int argc, const char *const *argv,
+                             const size_t *argvlen);
+char *tide__redis_resp_write(char *out, int argc, const char *const *argv,
+                             const size_t *argvlen);
+
+/* The factory's check hook: a PING with check_timeout. */
+void tide__redis_check(struct tide_evpool *pool, struct tide_check *token,
+                       void *resource, void *arg);
+/* Answers every PING in flight as failed (after the pool was freed: it
+ * destroys their connections through the factory). */
+void tide__redis_checks_end(struct tide_redis_client *c);
+
+/* Drops every unanswered command without callbacks, at free. */
+void tide__redis_batches_end(struct tide_redis_client *c);
+
+/* timeval for a span in ns. */
+struct timeval tide__redis_tv(int64_t ns);
+
+#endif
