@@ -1,0 +1,218 @@
+#include "fixture.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static struct redis_fixture the_fixture;
+struct redis_fixture *rx = &the_fixture;
+
+static int answers_given;
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+}
+
+bool run_until(bool (*pred)(void *), void *arg, int ms)
+{
+    int64_t end = now_ms() + ms;
+    /* a tick, so one pass of the loop never blocks past it */
+    struct event *tick = event_new(rx->base, -1, EV_PERSIST, on_tick, NULL);
+    struct timeval tv = {0, 2000};
+    event_add(tick, &tv);
+    bool ok;
+    while (!(ok = pred && pred(arg)) && now_ms() < end)
+        event_base_loop(rx->base, EVLOOP_ONCE);
+    event_free(tick);
+    return ok;
+}
+
+static bool never(void *arg)
+{
+    (void)arg;
+    return false;
+}
+
+void run_ms(int ms)
+{
+    run_until(never, NULL, ms);
+}
+
+void redis_fixture_setup(void)
+{
+    static bool debugging;
+    if (!debugging) { /* once, before any event exists */
+        event_enable_debug_mode();
+        debugging = true;
+    }
+    memset(rx, 0, sizeof *rx);
+    answers_given = 0;
+    ck_assert(pki_make(&rx->pki));
+    rx->ca_pem = pki_pem(rx->pki.ca);
+    ck_assert_ptr_nonnull(rx->ca_pem);
+    /* the server first: it must not inherit a descriptor of the test */
+    ck_assert_msg(redis_server_start(&rx->server, rx->pki.good, rx->pki.key,
+                                     rx->pki.ca, NULL),
+                  "redis-server did not start");
+    rx->fds_at_start = open_fds();
+    struct event_config *cfg = event_config_new();
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER |
+                                   EVENT_BASE_FLAG_IGNORE_ENV);
+    rx->base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    ck_assert_ptr_nonnull(rx->base);
+}
+
+void redis_fixture_teardown(void)
+{
+    /* libevent closes the sockets of freed bufferevents from the loop */
+    run_ms(20);
+    int events = event_base_get_num_events(
+        rx->base, EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE);
+    event_base_free(rx->base);
+    rx->base = NULL;
+    int fds = open_fds();
+    redis_server_dispose(&rx->server);
+    free(rx->ca_pem);
+    pki_free(&rx->pki);
+    ck_assert_msg(events == 0, "%d events left on the base", events);
+    ck_assert_msg(fds == rx->fds_at_start, "%d descriptors open, %d at start",
+                  fds, rx->fds_at_start);
+}
+
+void redis_fixture_add(TCase *tc, int seconds)
+{
+    tcase_add_checked_fixture(tc, redis_fixture_setup, redis_fixture_teardown);
+    tcase_set_timeout(tc, seconds);
+}
+
+int redis_test_main(Suite *(*make_suite)(void))
+{
+    if (!redis_server_installed()) {
+        printf("redis-server is not installed: the redis suite is "
+               "skipped\n");
+        return 77;
+    }
+    return tide_test_run(make_suite());
+}
+
+/* ---- clients ---- */
+
+struct tide_redis_options tcp_options(int64_t size)
+{
+    return (struct tide_redis_options){
+        .tcp = {.host = "127.0.0.1", .port = rx->server.port},
+        .pool = {.limits = TIDE_LIMITS(.size = size), .seed = 1},
+    };
+}
+
+struct tide_tls_options tls_options(const char *name)
+{
+    return (struct tide_tls_options){.ca_pem = rx->ca_pem, .verify_name = name};
+}
+
+struct tide_redis_client *client_new(const struct tide_redis_options *o)
+{
+    struct tide_redis_client *c = NULL;
+    int rc = tide_redis_client_new(rx->base, o, &c);
+    ck_assert_msg(rc == 0, "tide_redis_client_new: %s",
+                  tide_redis_strerror(rc));
+    return c;
+}
+
+static bool server_has(void *clients)
+{
+    return redis_clients(&rx->server) == *(long *)clients;
+}
+
+void client_end(struct tide_redis_client *c)
+{
+    struct tide_redis_stats s;
+    tide_redis_client_stats(c, &s);
+    ck_assert_int_eq(s.pool.lent, 0);
+    ck_assert_int_eq(s.pool.making, 0);
+    /* every connection made is live or was destroyed, once */
+    ck_assert_uint_eq(s.net.made, s.net.destroyed + (uint64_t)s.net.live);
+    ck_assert_uint_eq(s.pool.made, s.pool.destroyed + (uint64_t)s.pool.live);
+    ck_assert_int_eq(s.net.live, s.pool.live);
+    /* the server's other clients (another client of the test) stay */
+    long others = redis_clients(&rx->server) - s.net.live;
+    tide_redis_client_free(c);
+    run_ms(10);
+    ck_assert_msg(run_until(server_has, &others, 2000),
+                  "the server has %ld clients, %ld expected",
+                  redis_clients(&rx->server), others);
+}
+
+void record(struct tide_redis_client *c, int status,
+            const struct redisReply *reply, const char *message, void *arg)
+{
+    (void)c;
+    struct answer *a = arg;
+    a->calls++;
+    a->status = status;
+    a->order = ++answers_given;
+    snprintf(a->message, sizeof a->message, "%s", message ? message : "");
+    free(a->str);
+    a->str = NULL;
+    a->type = reply ? reply->type : 0;
+    if (!reply)
+        return;
+    a->integer = reply->integer;
+    a->elements = reply->elements;
+    if (reply->str) {
+        a->len = reply->len;
+        a->str = malloc(reply->len + 1);
+        ck_assert_ptr_nonnull(a->str);
+        memcpy(a->str, reply->str, reply->len);
+        a->str[reply->len] = '\0';
+    }
+}
+
+void answer_clear(struct answer *a)
+{
+    free(a->str);
+    memset(a, 0, sizeof *a);
+}
+
+bool answered(void *answer)
+{
+    return ((struct answer *)answer)->calls > 0;
+}
+
+struct answer cmd(struct tide_redis_client *c, int ms, int argc,
+                  const char *const *argv)
+{
+    struct answer a = {0};
+    int rc = tide_redis_command(c, argc, argv, NULL, record, &a);
+    ck_assert_msg(rc == 0, "tide_redis_command(%s): %s", argv[0],
+                  tide_redis_strerror(rc));
+    ck_assert_msg(run_until(answered, &a, ms), "%s: no answer within %d ms",
+                  argv[0], ms);
+    ck_assert_int_eq(a.calls, 1);
+    return a;
+}
