@@ -166,6 +166,14 @@ struct upkeep_timer {
 /* An upkeep key no state folds into: the next sync looks at every timer. */
 #define UPKEEP_STALE 0x100u
 
+/* A one-shot timer that runs the pump when it fires: the waiters' retry
+ * after a LATER, and the top-up's wake when its hold ends. */
+struct wake {
+    struct event ev;
+    struct tide_evpool *pool;
+    bool armed;
+};
+
 #define COMMON_TIMEOUTS 8
 
 struct tide_evpool {
@@ -211,16 +219,14 @@ struct tide_evpool {
     /* The top-up to min backs off after failed makes, ward or not: the
      * ward's backoff when it has one, else the preset. */
     struct tide_backoff topup_backoff;
-    int topup_failures;      /* failed makes in a row */
-    int64_t topup_previous;  /* the last delay drawn */
-    int64_t topup_after;     /* no top-up make before this */
-    struct event topup_wake; /* at topup_after, while below min */
-    bool topup_waking;
+    int topup_failures;     /* failed makes in a row */
+    int64_t topup_previous; /* the last delay drawn */
+    int64_t topup_after;    /* no top-up make before this */
+    struct wake topup_wake; /* at topup_after, while below min */
 
     /* events */
     struct event pump;
-    struct event retry; /* after LATER */
-    bool retry_armed;
+    struct wake retry;         /* after LATER, for the waiters */
     struct upkeep_timer evict; /* eviction, and the rounds of top-ups */
     bool evicting;             /* evict_interval is not TIDE_FOREVER */
     struct upkeep_timer health;
@@ -301,6 +307,10 @@ void tide__report(struct tide_evpool *p, bool ok);
 
 /* serve.c */
 void tide__serve_schedule(struct tide_evpool *p);
+void tide__wake_init(struct tide_evpool *p, struct wake *w);
+/* Arms w to run the pump in span ns, unless it is armed already. */
+void tide__wake_in(struct wake *w, int64_t span);
+void tide__wake_stop(struct wake *w);
 void tide__serve(struct tide_evpool *p);
 /* A made resource (lent in the core) goes to the oldest waiter, or idle. */
 void tide__serve_made(struct tide_evpool *p, uint32_t i);

@@ -91,17 +91,6 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     tide__evpool_leave(p);
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct tide_evpool *p = arg;
-    p->retry_armed = false;
-    tide__evpool_enter(p);
-    tide__serve(p);
-    tide__evpool_leave(p);
-}
-
 /* Whatever changed the breaker (a manual switch, the policy, a strategy),
  * the pump runs: an open breaker fails the parked callers at once with
  * the retry time, a closed one serves them again. */
@@ -167,7 +156,7 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
     p->topup_backoff = tide_backoff_resolve(
         o.ward.backoff ? *o.ward.backoff : (struct tide_backoff){0});
     event_assign(&p->pump, base, -1, 0, on_pump, p);
-    event_assign(&p->retry, base, -1, 0, on_retry, p);
+    tide__wake_init(p, &p->retry);
     event_assign(&p->closed_ev, base, -1, 0, on_closed, p);
     tide__upkeep_init(p, o.evict_interval, o.health_interval, o.lag_interval);
     *out = p;
@@ -204,10 +193,7 @@ void tide__evpool_check_closed(struct tide_evpool *p)
         return;
     p->close_done = true;
     tide__upkeep_stop(p);
-    if (p->retry_armed) {
-        event_del(&p->retry);
-        p->retry_armed = false;
-    }
+    tide__wake_stop(&p->retry);
     event_active(&p->closed_ev, EV_TIMEOUT, 0);
 }
 
@@ -243,17 +229,18 @@ static void free_now(struct tide_evpool *p)
 {
     tide__upkeep_stop(p);
     event_del(&p->pump);
-    event_del(&p->retry);
+    tide__wake_stop(&p->retry);
+    tide__wake_stop(&p->topup_wake);
     event_del(&p->closed_ev);
     /* embedded events: libevent's debug mode tracks them until told */
     event_debug_unassign(&p->pump);
-    event_debug_unassign(&p->retry);
+    event_debug_unassign(&p->retry.ev);
     event_debug_unassign(&p->closed_ev);
     event_debug_unassign(&p->evict.ev);
     event_debug_unassign(&p->health.ev);
     event_debug_unassign(&p->leak.ev);
     event_debug_unassign(&p->lag.ev);
-    event_debug_unassign(&p->topup_wake);
+    event_debug_unassign(&p->topup_wake.ev);
     tide__waiters_free_all(p);
     tide__makes_orphan_all(p);
     tide__checks_orphan_all(p);

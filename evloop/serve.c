@@ -13,24 +13,48 @@ void tide__serve_schedule(struct tide_evpool *p)
     event_active(&p->pump, EV_TIMEOUT, 0);
 }
 
-static void arm_retry(struct tide_evpool *p, int64_t span)
+static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
-    if (p->retry_armed)
+    (void)fd;
+    (void)what;
+    struct wake *w = arg;
+    struct tide_evpool *p = w->pool;
+    w->armed = false;
+    tide__evpool_enter(p);
+    tide__serve(p);
+    tide__evpool_leave(p);
+}
+
+void tide__wake_init(struct tide_evpool *p, struct wake *w)
+{
+    event_assign(&w->ev, p->base, -1, 0, on_wake, w);
+    w->pool = p;
+    w->armed = false;
+}
+
+void tide__wake_in(struct wake *w, int64_t span)
+{
+    if (w->armed || span == TIDE_FOREVER)
         return;
     struct timeval tv;
     tide__timeval(span, &tv);
-    event_add(&p->retry, &tv);
-    p->retry_armed = true;
+    event_add(&w->ev, &tv);
+    w->armed = true;
+}
+
+void tide__wake_stop(struct wake *w)
+{
+    if (w->armed)
+        event_del(&w->ev);
+    w->armed = false;
 }
 
 /* The retry is for the waiters: once they have all left (timed out,
  * cancelled), it would only hold the loop for the rest of a backoff. */
 static void drop_retry_if_unwanted(struct tide_evpool *p)
 {
-    if (p->retry_armed && p->queued.count == 0) {
-        event_del(&p->retry);
-        p->retry_armed = false;
-    }
+    if (p->queued.count == 0)
+        tide__wake_stop(&p->retry);
 }
 
 /* The oldest waiter gets conn i, lent in the core. */
@@ -127,7 +151,7 @@ static void serve_waiters(struct tide_evpool *p)
         case TIDE_WAIT:
             return;
         case TIDE_LATER:
-            arm_retry(p, t.span);
+            tide__wake_in(&p->retry, t.span);
             return;
         case TIDE_SHED:
             if (!refuse(p, t))

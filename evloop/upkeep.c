@@ -42,30 +42,9 @@ static void destroy_evicted(struct tide_evpool *p)
  * at the next eviction round. */
 static void wake_topup(struct tide_evpool *p)
 {
-    if (p->topup_waking || p->topup_after == TIDE_FOREVER)
-        return;
-    struct timeval tv;
-    tide__timeval(p->topup_after - p->now, &tv);
-    event_add(&p->topup_wake, &tv);
-    p->topup_waking = true;
-}
-
-static void stop_topup_wake(struct tide_evpool *p)
-{
-    if (p->topup_waking)
-        event_del(&p->topup_wake);
-    p->topup_waking = false;
-}
-
-static void on_topup_wake(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct tide_evpool *p = arg;
-    p->topup_waking = false;
-    tide__evpool_enter(p);
-    tide__serve(p);
-    tide__evpool_leave(p);
+    tide__wake_in(&p->topup_wake, p->topup_after == TIDE_FOREVER
+                                      ? TIDE_FOREVER
+                                      : p->topup_after - p->now);
 }
 
 void tide__topup(struct tide_evpool *p)
@@ -170,7 +149,7 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                                                 : period;
     }
     p->upkeep_key = UPKEEP_STALE;
-    event_assign(&p->topup_wake, p->base, -1, 0, on_topup_wake, p);
+    tide__wake_init(p, &p->topup_wake);
     timer_init(p, &p->evict, evict_work);
     timer_init(p, &p->health, tide__health_round);
     timer_init(p, &p->leak, scan_leaks);
@@ -210,7 +189,7 @@ void tide__upkeep_sync(struct tide_evpool *p)
         return;
     p->upkeep_key = key;
     if (!topping_up)
-        stop_topup_wake(p);
+        tide__wake_stop(&p->topup_wake);
     want(p, &p->evict, (live > 0 && p->evicting) || topping_up);
     want(p, &p->health, live > 0 && !p->closing);
     want(p, &p->leak, live > 0);
@@ -220,7 +199,7 @@ void tide__upkeep_sync(struct tide_evpool *p)
 void tide__upkeep_stop(struct tide_evpool *p)
 {
     p->upkeep_key = UPKEEP_STALE;
-    stop_topup_wake(p);
+    tide__wake_stop(&p->topup_wake);
     stop(&p->evict);
     stop(&p->health);
     stop(&p->leak);
