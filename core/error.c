@@ -88,6 +88,10 @@ static const struct error_entry errors[] = {
     {-54, "TIDE_ECONN_BROKEN", "the connection broke: reset or I/O error"},
     {-55, "TIDE_ETLS", "a TLS error on an established connection"},
     {-56, "TIDE_EIO_TIMEOUT", "a read or write on the connection timed out"},
+    {-57, "TIDE_ENOSOCKET", "no socket at that path"},
+    {-58, "TIDE_ESETUP", "the session setup failed"},
+    {-59, "TIDE_ESETUP_TIMEOUT",
+     "the session setup did not finish within setup_timeout"},
 };
 
 static const struct error_entry *find(int code)

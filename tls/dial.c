@@ -12,6 +12,11 @@
  * - When everything failed, the most telling failure is the answer: a refusal
  *   beats an unreachable IPv6 (a host without IPv6 says little), and a DNS
  *   failure is reported as such when no address came back at all.
+ * - A Unix socket's one address (unix.c) runs the same way. Its listener's
+ *   backlog being full is no failure but a wait, as a TCP connect would
+ *   wait in SYN_SENT: a non-blocking Unix connect answers EAGAIN at once
+ *   instead of completing later, so it is asked again every UNIX_RETRY
+ *   until connect_timeout.
  * Every step runs from the loop: the start is an event made active. */
 #include <errno.h>
 #include <stddef.h>
@@ -24,6 +29,7 @@
 #include "net_internal.h"
 
 #define RESOLUTION_DELAY TIDE_MS(50)
+#define UNIX_RETRY       TIDE_MS(20)
 
 static void to_timeval(int64_t ns, struct timeval *tv)
 {
@@ -95,8 +101,13 @@ static void note_failure(struct tide__net_dial *d,
     d->rank = rank;
     memset(&d->fail.d, 0, sizeof d->fail.d);
     d->fail.d.sys_errno = err;
-    tide__net_fail_set(&d->fail, code, "connect to %s (%s): %s (errno %d)",
-                       where, d->f->host, strerror(err), err);
+    if (d->f->unix_path)
+        tide__net_fail_set(&d->fail, code,
+                           "connect to Unix socket %s: %s (errno %d)",
+                           d->f->host, strerror(err), err);
+    else
+        tide__net_fail_set(&d->fail, code, "connect to %s (%s): %s (errno %d)",
+                           where, d->f->host, strerror(err), err);
 }
 
 static void fail(struct tide__net_dial *d)
@@ -109,7 +120,7 @@ static void fail(struct tide__net_dial *d)
 static void fail_final(struct tide__net_dial *d)
 {
     if (d->tried > 0) {
-        if (d->tried > 1) {
+        if (d->tried > 1 && !d->f->unix_path) { /* else: retries of one */
             size_t n = strlen(d->fail.text);
             snprintf(d->fail.text + n, sizeof d->fail.text - n,
                      "; %d addresses tried", d->tried);
@@ -136,8 +147,9 @@ static void fail_final(struct tide__net_dial *d)
 
 static void on_attempt(evutil_socket_t fd, short what, void *arg);
 
-/* Starts one attempt at a; false when the socket failed at once. */
-static bool launch(struct tide__net_dial *d, const struct tide__net_addr *a)
+/* Starts one attempt at a: 0, or the errno of a socket that failed at
+ * once. */
+static int launch(struct tide__net_dial *d, const struct tide__net_addr *a)
 {
     struct tide__net_attempt *slot = NULL;
     for (int i = 0; i < DIAL_ATTEMPTS && !slot; i++)
@@ -147,8 +159,9 @@ static bool launch(struct tide__net_dial *d, const struct tide__net_addr *a)
     d->f->stats.attempts++;
     evutil_socket_t fd = tide__net_sock_connect(d->f, a);
     if (fd < 0) {
-        note_failure(d, a, errno);
-        return false;
+        int err = errno;
+        note_failure(d, a, err);
+        return err;
     }
     slot->fd = fd;
     slot->addr = *a;
@@ -156,7 +169,7 @@ static bool launch(struct tide__net_dial *d, const struct tide__net_addr *a)
     event_assign(&slot->ev, d->f->base, fd, EV_WRITE, on_attempt, slot);
     event_add(&slot->ev, NULL);
     d->running++;
-    return true;
+    return 0;
 }
 
 enum step { STARTED, HELD, NONE };
@@ -188,10 +201,19 @@ static enum step start_one(struct tide__net_dial *d)
                         : &d->v4;
         const struct tide__net_addr *a = &fam->addrs[fam->next++];
         d->last_family = a->u.sa.sa_family;
-        if (launch(d, a)) {
+        int err = launch(d, a);
+        if (err == 0) {
             stop_next(d);
             arm_next(d, d->f->attempt_delay);
             return STARTED;
+        }
+        if (err == EAGAIN && a->u.sa.sa_family == AF_UNIX) {
+            /* the backlog is full: the same address again shortly */
+            fam->next--;
+            d->full = true;
+            stop_next(d);
+            arm_next(d, UNIX_RETRY);
+            return HELD;
         }
         /* failed at once: the next address now */
     }
@@ -269,6 +291,15 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
                            "resolving %s: no DNS answer within the connect "
                            "timeout (%lld ms)",
                            d->f->host, ms);
+    } else if (d->f->unix_path) {
+        memset(&d->fail.d, 0, sizeof d->fail.d);
+        d->fail.d.sys_errno = ETIMEDOUT;
+        tide__net_fail_set(&d->fail, TIDE_ECONNECT_TIMEOUT,
+                           "connect to Unix socket %s: not connected within "
+                           "%lld ms%s",
+                           d->f->host, ms,
+                           d->full ? " (its listener's backlog stayed full)"
+                                   : "");
     } else if (d->running > 0 || d->tried == 0) {
         memset(&d->fail.d, 0, sizeof d->fail.d);
         d->fail.d.sys_errno = ETIMEDOUT;

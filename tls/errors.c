@@ -28,6 +28,9 @@ int tide__net_errno_code(int err, int *rank)
     case ECONNREFUSED:
         *rank = 4;
         return TIDE_EREFUSED;
+    case ENOENT: /* a Unix socket's path: no such file */
+        *rank = 4;
+        return TIDE_ENOSOCKET;
     case ETIMEDOUT:
         *rank = 2;
         return TIDE_ECONNECT_TIMEOUT;
@@ -77,6 +80,8 @@ void tide__net_addr_text(const struct tide__net_addr *a, char *buf, size_t len)
     } else if (a->u.sa.sa_family == AF_INET) {
         inet_ntop(AF_INET, &a->u.in.sin_addr, ip, sizeof ip);
         snprintf(buf, len, "%s:%u", ip, (unsigned)ntohs(a->u.in.sin_port));
+    } else if (a->u.sa.sa_family == AF_UNIX) {
+        snprintf(buf, len, "unix:%s", a->u.un.sun_path);
     } else {
         snprintf(buf, len, "(no address)");
     }

@@ -7,6 +7,8 @@
  *   hosts.c     the hosts file, for a factory with its own resolver
  *   dial.c      Happy Eyeballs: attempts raced over the addresses, timers
  *   sock.c      one non-blocking socket: options, connect, errno classes
+ *   unix.c      a Unix domain socket upstream: the path as the one address
+ *   setup.c     the session setup between connected and made
  *   conns.c     the live connections, found by bufferevent
  *   watch.c     idle watch, alive and reusable checks
  *   errors.c    failure detail, sentences, the public getters
@@ -22,6 +24,7 @@
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <netinet/in.h>
+#include <sys/un.h>
 #include <tidepool/tls.h>
 
 /* ---- failures ---- */
@@ -53,6 +56,7 @@ union tide__net_sa {
     struct sockaddr sa;
     struct sockaddr_in in;
     struct sockaddr_in6 in6;
+    struct sockaddr_un un; /* a Unix socket upstream's one address */
 };
 
 struct tide__net_addr {
@@ -60,7 +64,7 @@ struct tide__net_addr {
     socklen_t len;
 };
 
-/* "[::1]:443" or "127.0.0.1:443", for messages. */
+/* "[::1]:443", "127.0.0.1:443" or "unix:/run/x.sock", for messages. */
 void tide__net_addr_text(const struct tide__net_addr *a, char *buf, size_t len);
 
 /* hosts.c: the addresses a hosts file lists for host (of family, or any
@@ -120,6 +124,7 @@ struct tide__net_dial {
     struct tide__net_family v4;
     int last_family; /* family of the last attempt started */
     bool held;       /* waiting out the resolution delay for AAAA */
+    bool full;       /* a Unix listener's backlog was full: asking again */
     bool waited;     /* ... and it has passed */
     struct tide__net_attempt att[DIAL_ATTEMPTS];
     int running;
@@ -173,6 +178,9 @@ struct tide__net_make {
     struct bufferevent *bev;
     struct event hs_timer;
     bool hs_armed;
+    /* setup phase (setup.c): the token while the setup runs, else NULL */
+    struct tide_net_setup *setup;
+    struct event setup_timer;
 };
 
 struct tide_tls_factory;
@@ -183,8 +191,9 @@ struct tide_tcp_factory {
     bool own_dns;
     char *host;
     uint16_t port;
-    bool literal;  /* host is an address */
-    bool loopback; /* host is "localhost" */
+    bool literal;   /* host is an address */
+    bool loopback;  /* host is "localhost" */
+    bool unix_path; /* host is a Unix socket's path, fixed[0] its address */
     /* addresses known without DNS: the literal, localhost's ::1 and
      * 127.0.0.1, or the hosts file's (own resolver only); DNS is asked
      * only when there are none */
@@ -198,6 +207,10 @@ struct tide_tcp_factory {
     int keepalive_count;
     tide_idle_data_cb on_idle_data;
     void *idle_data_arg;
+    tide_setup_cb setup;
+    void *setup_arg;
+    void (*setup_abort)(struct tide_net_setup *setup, void *arg);
+    int64_t setup_timeout;
 
     struct tide_tls_factory *tls; /* the layer above, when this is the TCP
                                      part of a TLS factory */
@@ -218,6 +231,20 @@ void tide__net_make_cancel(struct tide_tcp_factory *f, struct tide_make *token);
 void tide__net_make_done(struct tide__net_make *m, struct bufferevent *bev);
 void tide__net_make_failed(struct tide__net_make *m,
                            const struct tide__net_fail *fail);
+
+/* unix.c: the options of a Unix socket upstream (o->path set) into f:
+ * checked, the path kept as f->host and its address as f->fixed[0]. 0,
+ * TIDE_EINVAL or TIDE_ENOMEM. */
+int tide__net_unix_init(struct tide_tcp_factory *f,
+                        const struct tide_tcp_options *o);
+
+/* setup.c: the connection of m is ready (connected, handshaken): runs the
+ * setup on it, or ends the make at once when there is none. Takes bev;
+ * m may be gone when this returns. */
+void tide__net_setup_start(struct tide__net_make *m, struct bufferevent *bev);
+/* setup.c: the factory gives up on m's setup, if one runs: setup_abort is
+ * told, the connection closed. m itself stays for its caller to end. */
+void tide__net_setup_abort(struct tide__net_make *m);
 
 /* ---- live connections (conns.c) ---- */
 

@@ -1,7 +1,9 @@
 /* One TCP socket: made non-blocking and close-on-exec in the same call (a
  * fork elsewhere in the program must not inherit pool sockets: the peer would
  * never see them close), with TCP_NODELAY (requests are written whole, and
- * Nagle would hold the last segment back) and the factory's keepalive. */
+ * Nagle would hold the last segment back) and the factory's keepalive. A
+ * Unix domain socket gets none of the TCP options: setting them fails
+ * there. */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -42,13 +44,15 @@ static int configure(const struct tide_tcp_factory *f, evutil_socket_t fd)
 evutil_socket_t tide__net_sock_connect(const struct tide_tcp_factory *f,
                                        const struct tide__net_addr *a)
 {
+    bool tcp = a->u.sa.sa_family != AF_UNIX;
     evutil_socket_t fd =
         socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-               IPPROTO_TCP);
+               tcp ? IPPROTO_TCP : 0);
     if (fd < 0)
         return -1;
-    if (configure(f, fd) != 0 || (connect(fd, &a->u.sa, a->len) != 0 &&
-                                  errno != EINPROGRESS && errno != EINTR)) {
+    if ((tcp && configure(f, fd) != 0) ||
+        (connect(fd, &a->u.sa, a->len) != 0 && errno != EINPROGRESS &&
+         errno != EINTR)) {
         int err = errno;
         close(fd);
         errno = err;

@@ -113,18 +113,44 @@ static bool is_localhost(const char *host)
     return n == 9 && strncasecmp(host, "localhost", 9) == 0;
 }
 
+/* What both kinds of upstream share: spans, the idle data hook, the
+ * setup. */
+static int init_common(struct tide_tcp_factory *f, struct event_base *base,
+                       const struct tide_tcp_options *o)
+{
+    if (!span_ok(o->connect_timeout) || !span_ok(o->attempt_delay) ||
+        !span_ok(o->setup_timeout))
+        return TIDE_EINVAL;
+    f->base = base;
+    f->connect_timeout = o->connect_timeout ? o->connect_timeout : TIDE_SEC(5);
+    f->attempt_delay = o->attempt_delay ? o->attempt_delay : TIDE_MS(250);
+    f->on_idle_data = o->on_idle_data;
+    f->idle_data_arg = o->idle_data_arg;
+    f->setup = o->setup;
+    f->setup_arg = o->setup_arg;
+    f->setup_abort = o->setup_abort;
+    f->setup_timeout = o->setup_timeout ? o->setup_timeout : TIDE_SEC(5);
+    return 0;
+}
+
 int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
                    const struct tide_tcp_options *o)
 {
     memset(f, 0, sizeof *f);
-    if (!base || !o || !o->host || !*o->host || strlen(o->host) > HOST_MAX + 2)
+    if (!base || !o)
+        return TIDE_EINVAL;
+    int rc = init_common(f, base, o);
+    if (rc != 0)
+        return rc;
+    if (o->path)
+        return tide__net_unix_init(f, o);
+    if (!o->host || !*o->host || strlen(o->host) > HOST_MAX + 2)
         return TIDE_EINVAL;
     if (!port_ok(o->port) || (o->port != 0) == (o->service != NULL))
         return TIDE_EINVAL; /* exactly one of the two */
     if (o->family != AF_UNSPEC && o->family != AF_INET && o->family != AF_INET6)
         return TIDE_EINVAL;
-    if (!span_ok(o->connect_timeout) || !span_ok(o->attempt_delay) ||
-        !span_ok(o->keepalive_idle) || !span_ok(o->keepalive_interval) ||
+    if (!span_ok(o->keepalive_idle) || !span_ok(o->keepalive_interval) ||
         o->keepalive_idle > KEEPALIVE_MAX ||
         o->keepalive_interval > KEEPALIVE_MAX || o->keepalive_count < 0 ||
         o->keepalive_count > 127)
@@ -135,15 +161,10 @@ int tide__tcp_init(struct tide_tcp_factory *f, struct event_base *base,
     if (f->port == 0)
         return TIDE_EINVAL;
 
-    f->base = base;
     f->family = o->family;
-    f->connect_timeout = o->connect_timeout ? o->connect_timeout : TIDE_SEC(5);
-    f->attempt_delay = o->attempt_delay ? o->attempt_delay : TIDE_MS(250);
     f->keepalive_idle = o->keepalive_idle;
     f->keepalive_interval = o->keepalive_interval;
     f->keepalive_count = o->keepalive_count;
-    f->on_idle_data = o->on_idle_data;
-    f->idle_data_arg = o->idle_data_arg;
 
     f->literal = parse_literal(f, o->host);
     if (f->literal && f->family != AF_UNSPEC &&
@@ -192,6 +213,7 @@ static void free_make(struct tide__net_make *m)
 {
     tide__net_dial_forget(&m->dial);
     event_debug_unassign(&m->hs_timer);
+    event_debug_unassign(&m->setup_timer);
     free(m);
 }
 
@@ -266,7 +288,7 @@ static void on_dialed(struct tide__net_dial *d, evutil_socket_t fd)
         return;
     }
     tide__net_hand_over(bev);
-    tide__net_make_done(m, bev);
+    tide__net_setup_start(m, bev);
 }
 
 void tide__net_make_begin(struct tide_tcp_factory *f, struct tide_make *token)
@@ -286,6 +308,7 @@ void tide__net_make_begin(struct tide_tcp_factory *f, struct tide_make *token)
     f->makes = m;
     f->stats.pending++;
     event_assign(&m->hs_timer, f->base, -1, 0, NULL, NULL);
+    event_assign(&m->setup_timer, f->base, -1, 0, NULL, NULL);
     tide__net_dial_start(&m->dial, f, on_dialed);
 }
 
@@ -294,6 +317,7 @@ static void cancel_make(struct tide__net_make *m, const char *why)
     struct tide_tcp_factory *f = m->f;
     tide__net_dial_abort(&m->dial);
     tide__tls_make_abort(m);
+    tide__net_setup_abort(m);
     unlink_make(m);
     f->stats.cancelled++;
     struct tide_make *token = m->token;

@@ -185,7 +185,7 @@ static void on_handshake_event(struct bufferevent *bev, short what, void *arg)
         m->f->stats.resumed++;
     end_handshake(m);
     tide__net_hand_over(bev);
-    tide__net_make_done(m, bev);
+    tide__net_setup_start(m, bev);
 }
 
 static void on_handshake_timeout(evutil_socket_t fd, short what, void *arg)
@@ -384,6 +384,9 @@ static int check_options(const struct tide_tls_options *o)
         return TIDE_EINVAL;
     if (o->insecure_skip_verify && o->verify_name)
         return TIDE_EINVAL;
+    /* a path names no host the certificate could be checked against */
+    if (o->tcp.path && !o->verify_name && !o->insecure_skip_verify)
+        return TIDE_EINVAL;
     if (o->handshake_timeout < 0)
         return TIDE_EINVAL;
     return 0;
@@ -426,7 +429,14 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
             return TIDE_ENOMEM;
         tls->verify_ip = is_ip(tls->verify_name);
     }
-    const char *sni = o->sni ? o->sni : (tls->tcp.literal ? "" : host);
+    /* the preset: the name the certificate is checked against, unless it
+     * is an address; over a Unix socket that is verify_name, not the path */
+    bool unix_path = tls->tcp.unix_path;
+    const char *name = !unix_path         ? host
+                       : tls->verify_name ? tls->verify_name
+                                          : "";
+    bool address = unix_path ? tls->verify_ip : tls->tcp.literal;
+    const char *sni = o->sni ? o->sni : address ? "" : name;
     if (*sni) {
         if (is_ip(sni))
             return TIDE_EINVAL; /* RFC 6066: SNI carries names only */

@@ -1,9 +1,10 @@
 /* tidepool tls: TCP and TLS connection factories for the evloop adapter.
  *
- * A factory opens connections to one upstream (a host and a port) for a
- * tide_evpool: the resources it makes are connected `struct bufferevent *`
- * (for TLS: handshaken and verified), and it closes them, validates them
- * before lending and watches them while they sit idle.
+ * A factory opens connections to one upstream (a host and a port, or a Unix
+ * socket's path) for a tide_evpool: the resources it makes are connected
+ * `struct bufferevent *` (for TLS: handshaken, verified and, with a setup,
+ * set up), and it closes them, validates them before lending and watches
+ * them while they sit idle.
  *
  *   struct tide_tls_factory *f;
  *   struct tide_tls_options o = {.tcp = {.host = "example.com", .port = 443},
@@ -22,8 +23,9 @@
  * Happy Eyeballs (RFC 8305): the next address starts when the current one has
  * not connected within attempt_delay, and the first to connect wins. All of it
  * runs within one connect_timeout. Sockets are made by the factory with
- * SOCK_NONBLOCK|SOCK_CLOEXEC and TCP_NODELAY, then handed to a bufferevent
- * with BEV_OPT_CLOSE_ON_FREE|BEV_OPT_DEFER_CALLBACKS.
+ * SOCK_NONBLOCK|SOCK_CLOEXEC and TCP_NODELAY (not on a Unix socket: TCP
+ * options fail there), then handed to a bufferevent with
+ * BEV_OPT_CLOSE_ON_FREE|BEV_OPT_DEFER_CALLBACKS.
  *
  * TLS: verification is on by default (chain and host name, or the IP address
  * for an IP literal); SNI is sent for names; ALPN is optional; sessions are
@@ -36,6 +38,52 @@
  * tide_evpool_release when the exchange is complete (nothing left unread,
  * nothing left to write), or tide_evpool_discard when it failed; never free
  * it yourself.
+ *
+ * Session setup: a protocol that opens with an exchange (Redis AUTH, SELECT
+ * or HELLO, an SMTP greeting and EHLO, a PostgreSQL startup) runs it in an
+ * optional setup callback on every new connection, after connect (after the
+ * handshake for TLS) and before the pool sees it. A setup that fails or times
+ * out is a failed make: the waiter gets its message, and backoff and the
+ * breaker count it. A setup that sends "PING\r\n" and waits for "+PONG\r\n":
+ *
+ *   static void on_reply(struct bufferevent *bev, void *arg)
+ *   {
+ *       struct tide_net_setup *setup = arg;
+ *       struct evbuffer *in = bufferevent_get_input(bev);
+ *       size_t n;
+ *       char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF_STRICT);
+ *       if (!line)
+ *           return;                       // not all of it yet
+ *       if (strcmp(line, "+PONG") == 0)
+ *           tide_net_setup_done(setup);
+ *       else
+ *           tide_net_setup_failed(setup, TIDE_ESETUP, line);
+ *       free(line);
+ *   }
+ *   static void on_event(struct bufferevent *bev, short what, void *arg)
+ *   {
+ *       char why[256];
+ *       int code = tide_net_event_error(bev, what, NULL, why, sizeof why);
+ *       tide_net_setup_failed(arg, code, why);  // keeps the I/O code
+ *   }
+ *   static void ping(struct tide_net_setup *setup, struct bufferevent *bev,
+ *                    void *arg)
+ *   {
+ *       bufferevent_setcb(bev, on_reply, NULL, on_event, setup);
+ *       bufferevent_write(bev, "PING\r\n", 6);
+ *   }
+ *   ...
+ *   struct tide_tcp_options o = {.host = "127.0.0.1", .port = 6379,
+ *                                .setup = ping};
+ *
+ * Unix domain sockets: `path` instead of host and port connects to a local
+ * socket (a Redis or PostgreSQL on the same machine), with the same
+ * timeouts, errors, idle watch, checks and setup. No listener on the socket
+ * file is TIDE_EREFUSED, no file at all TIDE_ENOSOCKET; a listener whose
+ * backlog is full is asked again until connect_timeout
+ * (TIDE_ECONNECT_TIMEOUT), as a TCP connect would wait. TLS over one needs
+ * verify_name (or insecure_skip_verify): there is no host name to check the
+ * certificate against.
  *
  * Idle connections are watched: a peer close (EOF, reset) or unexpected bytes
  * make the connection lost (tide_evpool_lost) at once, so nobody is handed a
@@ -52,10 +100,13 @@
  * Threads: a factory belongs to one event_base, like the pools it serves.
  * The application must ignore SIGPIPE (see <tidepool/evloop.h>).
  *
- * Timeouts: the presets (connect 5 s, handshake 4 s) end inside the pool's
- * preset make_timeout (10 s), so a waiter learns the precise failure (DNS,
- * refused, handshake...) rather than TIDE_EMAKETIMEDOUT. Raising them, raise
- * the pool's make_timeout above their sum.
+ * Timeouts: connect, handshake and setup run one after the other inside
+ * one make. Keep connect_timeout + handshake_timeout + setup_timeout under
+ * the pool's make_timeout, so a waiter learns the precise failure (DNS,
+ * refused, handshake, setup...) rather than TIDE_EMAKETIMEDOUT. Without a
+ * setup the presets (connect 5 s, handshake 4 s) end within the pool's
+ * preset make_timeout (10 s); with one (setup 5 s) they add up to 14 s: raise
+ * the pool's make_timeout to 15 s or more, or shorten the spans here.
  *
  * Order of teardown: free (or close and wait for) every pool that uses a
  * factory before freeing the factory; then free the evdns_base you lent it;
@@ -120,6 +171,14 @@ enum tide_tls_error {
     TIDE_ETLS = -55,
     /* a read or write on the connection timed out */
     TIDE_EIO_TIMEOUT = -56,
+    /* no socket at that path (ENOENT): nothing listens there, and nothing
+     * ever did since the file is missing */
+    TIDE_ENOSOCKET = -57,
+    /* the session setup failed: the protocol refused (a wrong password,
+     * an unknown database), or it left bytes unread */
+    TIDE_ESETUP = -58,
+    /* the session setup did not finish within setup_timeout */
+    TIDE_ESETUP_TIMEOUT = -59,
 };
 
 /* The detail behind a failure, beyond its code. Fields that do not apply
@@ -142,13 +201,51 @@ struct tide_net_detail {
  * it must not free the bufferevent or call the pool. */
 typedef bool (*tide_idle_data_cb)(struct bufferevent *bev, void *arg);
 
+/* ---- session setup ------------------------------------------------------ */
+
+struct tide_net_setup; /* one setup in progress; answered exactly once */
+
+/* Runs the protocol's opening exchange on a new connection: bev is connected
+ * (for TLS: handshaken and verified) and has no callbacks set; set your own
+ * (bufferevent_setcb), write, read, then answer exactly once, now or later
+ * from the loop, with tide_net_setup_done or tide_net_setup_failed.
+ * Do not free bev, and leave nothing unread in its input buffer when done
+ * (bytes left are a failed setup: the next borrower would read them).
+ * Runs from the loop. Whatever callbacks and timeouts you set on bev are
+ * cleared before the pool sees it.
+ *
+ * The factory may give up on a setup in progress (setup_timeout, the pool's
+ * make timeout or cancel, the factory freed): then it frees bev and calls
+ * setup_abort when you gave one; after that the token must not be answered.
+ * Without setup_abort you must still answer the token once (the answer is
+ * then ignored: the token lives until it is answered), and touch bev only
+ * from its own callbacks, which stop when the factory frees it. */
+typedef void (*tide_setup_cb)(struct tide_net_setup *setup,
+                              struct bufferevent *bev, void *arg);
+
+/* The setup succeeded: the connection goes to the pool. With bytes left in
+ * the input buffer it is a failed setup instead (TIDE_ESETUP): they would
+ * reach the next borrower as the answer to its request. NULL does nothing. */
+TIDE_API void tide_net_setup_done(struct tide_net_setup *setup);
+
+/* The setup failed: the connection is closed and the make fails with code
+ * and message. code: negative, kept (a protocol's own, e.g. one from
+ * tide_net_event_error: a peer that closed during the setup stays
+ * TIDE_EPEER_CLOSED); anything else becomes TIDE_ESETUP. message: for a
+ * person, copied, may be NULL; it reaches the waiter's why->message and
+ * tide_tcp_factory_last_error. NULL setup does nothing. */
+TIDE_API void tide_net_setup_failed(struct tide_net_setup *setup, int code,
+                                    const char *message);
+
 /* ---- TCP ---------------------------------------------------------------- */
 
-/* Where and how to connect. Zero fields take the preset; spans are ns.
+/* Where and how to connect: host and port (or service), or a Unix socket's
+ * path. Zero fields take the preset; spans are ns.
  * Strings are copied at creation; pointers marked borrowed must outlive the
  * factory. Checked once by tide_tcp_factory_new (TIDE_EINVAL). */
 struct tide_tcp_options {
-    const char *host;           /* required: a DNS name, or an IPv4/IPv6
+    const char *host;           /* required (unless path): a DNS name, or an
+                                   IPv4/IPv6
                                    literal (brackets allowed: "[::1]"), which
                                    is connected to without DNS. "localhost" is
                                    ::1 and 127.0.0.1 without DNS (RFC 6761). */
@@ -188,6 +285,23 @@ struct tide_tcp_options {
                                        connection mean; NULL (preset): the
                                        connection is lost */
     void *idle_data_arg;            /* borrowed; passed to on_idle_data */
+
+    /* A Unix domain socket instead of host and port: its path (shorter
+     * than sun_path, 108 bytes with the NUL). host, port, service, dns,
+     * family and keepalive must then be unset (TIDE_EINVAL otherwise):
+     * there is nothing to resolve, and TCP options do not apply. */
+    const char *path;
+
+    /* Session setup (see tide_setup_cb). */
+    tide_setup_cb setup; /* optional */
+    void *setup_arg;     /* borrowed; passed to setup and setup_abort */
+    /* optional: the factory gave up on a setup in progress (the make was
+     * cancelled or timed out, or the factory is being freed): stop and
+     * forget the token; after this returns the token is dead, must not be
+     * answered, and bev is freed by the factory. */
+    void (*setup_abort)(struct tide_net_setup *setup, void *arg);
+    int64_t setup_timeout; /* from the connection handed to setup to its
+                              answer; preset 5 s; TIDE_FOREVER: none */
 };
 
 struct tide_tcp_factory;
@@ -197,7 +311,9 @@ struct tide_tcp_factory;
  * a NULL base, o or out, or a bad option (no host, no port or both a port
  * and a service, a port outside 1..65535, an unknown service, a negative
  * span, a keepalive span above 32767 s or a count above 127, a literal of
- * another family than `family`), with *out NULL when out is not; TIDE_ENOMEM;
+ * another family than `family`; a path with any of host, port, service,
+ * dns, family or keepalive, an empty path or one too long for sun_path),
+ * with *out NULL when out is not; TIDE_ENOMEM;
  * TIDE_EDNS when the factory had to build its own resolver and could not. */
 TIDE_API TIDE_MUST_USE int
 tide_tcp_factory_new(struct event_base *base, const struct tide_tcp_options *o,
@@ -306,9 +422,13 @@ struct tide_tls_options {
     /* Per connection. */
     const char *sni;           /* the name sent as SNI; NULL (preset): the
                                   host, unless it is an IP literal (RFC 6066);
-                                  "": none */
+                                  over a Unix socket, verify_name unless it
+                                  is an IP literal; "": none */
     const char *verify_name;   /* the name (or IP literal) the certificate
-                                  must match; NULL (preset): the host */
+                                  must match; NULL (preset): the host.
+                                  Required over a Unix socket (tcp.path),
+                                  unless insecure_skip_verify: a path is no
+                                  name to check a certificate against */
     const char *const *alpn;   /* protocols to offer, most wanted first,
                                   NULL-terminated; NULL: no ALPN */
     bool alpn_required;        /* fail with TIDE_EALPN when the server picks
@@ -333,7 +453,8 @@ struct tide_tls_factory;
  * above max, context fields given with ctx, key_file without cert_file, an
  * empty ALPN list, an empty or over-long ALPN protocol, alpn_required without
  * alpn, an IP address as sni, a verify_name given with insecure_skip_verify,
- * a negative handshake_timeout), with *out NULL when out is not;
+ * a negative handshake_timeout, a tcp.path without verify_name or
+ * insecure_skip_verify), with *out NULL when out is not;
  * TIDE_ETLS_CONFIG when the context cannot be built (the OpenSSL error queue
  * says why); TIDE_ENOMEM; TIDE_EDNS. */
 TIDE_API TIDE_MUST_USE int
