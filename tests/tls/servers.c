@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -178,8 +179,8 @@ static bool loopback(int family, uint16_t port, struct sockaddr_storage *ss,
     return true;
 }
 
-bool server_start(struct test_server *s, struct event_base *base, int family,
-                  uint16_t port, SSL_CTX *ctx)
+static void server_init(struct test_server *s, struct event_base *base,
+                        int family, SSL_CTX *ctx)
 {
     memset(s, 0, sizeof *s);
     s->echo = true;
@@ -192,14 +193,38 @@ bool server_start(struct test_server *s, struct event_base *base, int family,
         SSL_CTX_set_tlsext_servername_arg(ctx, s);
         SSL_CTX_set_alpn_select_cb(ctx, on_alpn, s);
     }
+}
+
+static bool listen_on(struct test_server *s, const struct sockaddr *sa,
+                      socklen_t len)
+{
+    s->listener = evconnlistener_new_bind(
+        s->base, on_accept, s,
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 16,
+        sa, (int)len);
+    return s->listener != NULL;
+}
+
+bool server_start_unix(struct test_server *s, struct event_base *base,
+                       const char *path, SSL_CTX *ctx)
+{
+    server_init(s, base, AF_UNIX, ctx);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path)
+        return false;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    return listen_on(s, (struct sockaddr *)&a, sizeof a);
+}
+
+bool server_start(struct test_server *s, struct event_base *base, int family,
+                  uint16_t port, SSL_CTX *ctx)
+{
+    server_init(s, base, family, ctx);
     struct sockaddr_storage ss;
     socklen_t len;
     loopback(family, port, &ss, &len);
-    s->listener = evconnlistener_new_bind(
-        base, on_accept, s,
-        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 16,
-        (struct sockaddr *)&ss, (int)len);
-    if (!s->listener)
+    if (!listen_on(s, (struct sockaddr *)&ss, len))
         return false;
     len = sizeof ss;
     getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&ss,
@@ -261,6 +286,9 @@ void server_stop(struct test_server *s)
     if (s->ctx)
         SSL_CTX_free(s->ctx);
     s->ctx = NULL;
+    if (s->path[0])
+        unlink(s->path);
+    s->path[0] = '\0';
 }
 
 void server_close_all(struct test_server *s)

@@ -40,11 +40,13 @@ struct test_server {
     evutil_socket_t backlog_fd; /* a listener that never accepts, or -1 */
     int family;
     uint16_t port;
-    SSL_CTX *ctx;         /* NULL: plain TCP */
-    bool raw;             /* accept and hold: never read, write or handshake */
-    bool echo;            /* echo what it reads (default true) */
-    bool close_at_once;   /* close each connection as it is accepted (a
-                             server at its connection limit) */
+    char path[108];     /* a Unix socket server's path ("" otherwise): unlinked
+                           at stop */
+    SSL_CTX *ctx;       /* NULL: plain TCP */
+    bool raw;           /* accept and hold: never read, write or handshake */
+    bool echo;          /* echo what it reads (default true) */
+    bool close_at_once; /* close each connection as it is accepted (a
+                           server at its connection limit) */
     const char *greeting; /* written to each connection as it is accepted
                              (after the handshake for TLS): a server that
                              speaks first; NULL: none. Borrowed. */
@@ -72,6 +74,9 @@ SSL_CTX *server_ctx(X509 *cert, EVP_PKEY *key, int min_version, int max_version,
  * set after the start: they are read when a connection comes. */
 bool server_start(struct test_server *s, struct event_base *base, int family,
                   uint16_t port, SSL_CTX *ctx);
+/* The same on a Unix domain socket at path (which must not exist yet). */
+bool server_start_unix(struct test_server *s, struct event_base *base,
+                       const char *path, SSL_CTX *ctx);
 /* A listener with a full backlog: connects to it hang. */
 bool server_start_full_backlog(struct test_server *s, int family);
 void server_stop(struct test_server *s);
