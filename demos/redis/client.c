@@ -132,8 +132,6 @@ const char *tide_redis_strerror(int code)
         return "the server's bytes are not the reply asked for";
     case TIDE_REDIS_ETIMEDOUT:
         return "no reply within the command's timeout";
-    case TIDE_REDIS_ESETUP:
-        return "the server refused the connection's AUTH or SELECT";
     case TIDE_REDIS_ECLOSED:
         return "the client is closed";
     }
@@ -185,15 +183,19 @@ void tide__redis_leave(struct tide_redis_client *c)
 static bool valid(const struct tide_redis_options *o)
 {
     return o->db >= 0 && o->timeout >= 0 && o->check_timeout >= 0 &&
-           (!o->user || o->password) && !o->tcp.on_idle_data;
+           (!o->user || o->password) && !o->tcp.on_idle_data && !o->tcp.setup &&
+           !o->tcp.setup_arg && !o->tcp.setup_abort;
 }
 
 static int open_factory(struct tide_redis_client *c,
                         const struct tide_redis_options *o)
 {
     struct tide_tcp_options tcp = o->tcp;
-    if (tcp.port == 0 && !tcp.service)
+    if (tcp.port == 0 && !tcp.service && !tcp.path)
         tcp.port = 6379;
+    tcp.setup = tide__redis_setup;
+    tcp.setup_arg = c;
+    tcp.setup_abort = tide__redis_setup_abort;
     int rc;
     if (o->tls) {
         struct tide_tls_options tls = *o->tls;
@@ -228,6 +230,7 @@ int tide_redis_client_new(struct event_base *base,
     }
     c->check_timeout = o->check_timeout ? o->check_timeout : TIDE_SEC(1);
     c->db = o->db;
+    c->no_ping = o->no_ping;
     c->user = copy(o->user);
     c->password = copy(o->password);
     if ((o->user && !c->user) || (o->password && !c->password))
@@ -236,6 +239,8 @@ int tide_redis_client_new(struct event_base *base,
         goto fail;
     wrap(c);
     struct tide_evpool_options po = o->pool;
+    if (po.make_timeout == 0)
+        po.make_timeout = TIDE_SEC(15);
     /* failed makes wait out a growing delay, so callers that keep asking
      * cannot turn a refusing server into a connect storm */
     struct tide_backoff backoff = {0};

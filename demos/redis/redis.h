@@ -17,6 +17,13 @@
  *   ...
  *   tide_redis_client_free(c);
  *
+ * New connections: the factory's setup step runs AUTH and SELECT when
+ * configured, or else a PING, before the pool takes the connection. A
+ * refusal there (a wrong password, maxclients reached: the server accepts,
+ * answers "-ERR max number of clients reached" and closes) is a failed make
+ * with code TIDE_ESETUP and Redis's own words as the message, which reaches
+ * the command that was waiting; the pool's backoff spaces the reconnects.
+ *
  * Replies: a Redis error reply ("-ERR ...", "-WRONGPASS ...") is a reply:
  * the connection is fine and goes back to the pool, and the command is
  * answered with TIDE_REDIS_EREPLY and the server's own text. Failures of
@@ -53,11 +60,8 @@ enum tide_redis_error {
     /* no whole reply within the command's timeout (waiting for a
      * connection included): the connection, if any, was discarded */
     TIDE_REDIS_ETIMEDOUT = -92,
-    /* a new connection's AUTH or SELECT was refused; the message is the
-     * server's reply */
-    TIDE_REDIS_ESETUP = -93,
     /* the client is being freed */
-    TIDE_REDIS_ECLOSED = -94,
+    TIDE_REDIS_ECLOSED = -93,
 };
 
 /* A sentence for a person, for the codes above and every tidepool code;
@@ -68,15 +72,17 @@ const char *tide_redis_strerror(int code);
  * are ns. Strings are copied at creation; what is marked borrowed must
  * outlive the call to tide_redis_client_new only. */
 struct tide_redis_options {
-    /* Where and how to connect: host and port (preset 6379), resolver,
-     * timeouts, keepalive. Its setup and idle-data fields belong to the
-     * client: leave them zero. */
+    /* Where and how to connect: host and port (preset 6379) or a Unix
+     * socket's path, resolver, timeouts, keepalive, setup_timeout (preset
+     * 5 s). Its setup, setup_arg, setup_abort and on_idle_data fields
+     * belong to the client: leave them zero (TIDE_EINVAL otherwise). */
     struct tide_tcp_options tcp;
     /* NULL: plain TCP. Otherwise TLS with these options (borrowed): trust
      * store, verification name, SNI, sessions. Their tcp field is ignored;
      * the one above is used. */
     const struct tide_tls_options *tls;
-    /* The pool: limits (size preset 10), min, make and acquire timeouts,
+    /* The pool: limits (size preset 10), min, make timeout (preset here
+     * 15 s, above connect, handshake and setup together), acquire timeout,
      * health_interval (how often idle connections are PINGed; preset 30 s),
      * ward. A ward without a backoff gets tidepool's preset backoff (100 ms
      * doubling to 1 s), so a server refusing connections is not stormed by
@@ -88,6 +94,11 @@ struct tide_redis_options {
     const char *password;
     /* SELECT on every new connection when above 0. */
     int db;
+    /* Without AUTH or SELECT, a new connection is PINGed before the pool
+     * takes it, so that a server that accepts and refuses at once fails the
+     * make in its own words rather than the first command. true skips it:
+     * a round trip less per new connection. */
+    bool no_ping;
     /* From tide_redis_command until the whole reply, waiting for a
      * connection included. Preset 5 s; TIDE_FOREVER for none. */
     int64_t timeout;

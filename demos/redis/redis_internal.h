@@ -38,6 +38,7 @@ struct evbuffer;
 
 struct tide__redis_batch;
 struct tide__redis_check;
+struct tide__redis_setup;
 
 struct tide_redis_client {
     struct event_base *base;
@@ -54,10 +55,12 @@ struct tide_redis_client {
     int64_t check_timeout; /* per PING */
     char *user;            /* AUTH; NULL for none */
     char *password;
-    int db; /* SELECT when > 0 */
+    int db;       /* SELECT when > 0 */
+    bool no_ping; /* no PING in a setup with nothing else to say */
 
     struct tide__redis_batch *batches; /* unanswered, waiting or lent */
     struct tide__redis_check *checks;  /* PINGs in flight */
+    struct tide__redis_setup *setups;  /* opening exchanges in flight */
 
     redisReader *spare[TIDE__REDIS_SPARE_READERS];
     size_t spares;
@@ -99,6 +102,11 @@ void tide__redis_check(struct tide_evpool *pool, struct tide_check *token,
 /* Answers every PING in flight as failed (after the pool was freed: it
  * destroys their connections through the factory). */
 void tide__redis_checks_end(struct tide_redis_client *c);
+
+/* The factory's setup step (AUTH, SELECT, PING) and its abort. */
+void tide__redis_setup(struct tide_net_setup *token, struct bufferevent *bev,
+                       void *arg);
+void tide__redis_setup_abort(struct tide_net_setup *token, void *arg);
 
 /* Drops every unanswered command without callbacks, at free. */
 void tide__redis_batches_end(struct tide_redis_client *c);

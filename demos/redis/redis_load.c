@@ -205,7 +205,12 @@ int main(int argc, char **argv)
         return 1;
     memset(l.value, 'x', l.value_len);
 
-    struct tide_tls_options to = {.ca_file = cacert, .verify_name = name};
+    /* over a Unix socket the certificate is checked against the server's
+     * name on the loopback address, as there is no host */
+    struct tide_tls_options to = {.ca_file = cacert,
+                                  .verify_name = name   ? name
+                                                 : path ? "127.0.0.1"
+                                                        : NULL};
     struct tide_redis_options o = {
         .tcp = {.host = path ? NULL : host, .port = path ? 0 : port},
         .tls = tls ? &to : NULL,
@@ -213,14 +218,7 @@ int main(int argc, char **argv)
                  .retire_after = reconnect ? 1 : 0},
         .timeout = TIDE_SEC(10),
     };
-#ifdef TIDE_REDIS_HAVE_PATH
     o.tcp.path = path;
-#else
-    if (path) {
-        fprintf(stderr, "redis_load: Unix sockets need a newer tidepool\n");
-        return 2;
-    }
-#endif
     int rc = tide_redis_client_new(l.base, &o, &l.client);
     if (rc != 0) {
         fprintf(stderr, "redis_load: %s\n", tide_redis_strerror(rc));
