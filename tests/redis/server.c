@@ -227,8 +227,14 @@ redisContext *redis_admin(const struct redis_server *s)
         redisFree(c);
         return NULL;
     }
-    if (c)
-        redisSetTimeout(c, (struct timeval){5, 0});
+    if (!c)
+        return NULL;
+    redisSetTimeout(c, (struct timeval){5, 0});
+    if (s->password[0]) {
+        redisReply *r = redisCommand(c, "AUTH %s", s->password);
+        if (r)
+            freeReplyObject(r);
+    }
     return c;
 }
 

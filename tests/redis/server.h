@@ -24,6 +24,7 @@ struct redis_server {
     char ca_path[PATH_MAX];
     bool tls;
     char *const *extra; /* more arguments, NULL-terminated; borrowed */
+    char password[64];  /* the admin's AUTH, once a test set requirepass */
 };
 
 /* Whether redis-server can be run at all (on PATH). */

@@ -81,6 +81,29 @@ START_TEST(tls_second_connection_resumed)
 }
 END_TEST
 
+START_TEST(unix_socket)
+{
+    struct tide_redis_options o = tcp_options(2);
+    o.tcp.host = NULL;
+    o.tcp.port = 0;
+    o.tcp.path = rx->server.unix_path;
+    struct tide_redis_client *c = client_new(&o);
+    struct answer a = CMD(c, "SET", "k", "over a path");
+    ck_assert_int_eq(a.status, 0);
+    answer_clear(&a);
+    a = CMD(c, "GET", "k");
+    ck_assert_str_eq(a.str, "over a path");
+    answer_clear(&a);
+    a = CMD(c, "CLIENT", "INFO");
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_msg(strstr(a.str, "flags=U"), "not over the socket: %s", a.str);
+    answer_clear(&a);
+    struct tide_redis_stats s = stats(c);
+    ck_assert_uint_eq(s.net.made, 1);
+    client_end(c);
+}
+END_TEST
+
 /* ---- what the server does ---- */
 
 struct many {
@@ -282,7 +305,8 @@ START_TEST(maxclients_refused_clearly)
         struct answer a = CMD(c, "PING");
         ck_assert_int_ne(a.status, 0);
         errors++;
-        if (strstr(a.message, "max number of clients reached"))
+        if (a.status == TIDE_ESETUP &&
+            strstr(a.message, "ERR max number of clients reached"))
             clear++;
         snprintf(last, sizeof last, "%s", a.message);
         answer_clear(&a);
@@ -311,11 +335,12 @@ END_TEST
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("redis_client");
-    TCase *tls = tcase_create("tls");
+    TCase *tls = tcase_create("transports");
     redis_fixture_add(tls, 30);
     tcase_add_test(tls, tls_verified);
     tcase_add_test(tls, tls_wrong_name_refused);
     tcase_add_test(tls, tls_second_connection_resumed);
+    tcase_add_test(tls, unix_socket);
     suite_add_tcase(s, tls);
     TCase *server = tcase_create("server");
     redis_fixture_add(server, 60);
