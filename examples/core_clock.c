@@ -171,7 +171,7 @@ int main(void)
     backend_down = true;
     struct conn *f = get(pool, now, &answer, &span);
     expect(!f && answer == TIDE_MAKE && closed == 3,
-           "the backend is down: no connection, the make reported unmade");
+           "the backend is down: the make is reported unmade");
     struct conn *g = get(pool, now += TIDE_MS(1), &answer, &span);
     expect(!g && answer == TIDE_LATER && span > 0,
            "the next make is held back by the backoff");
