@@ -9,6 +9,9 @@
  *   makes.c    make tokens: factory calls, make timeouts, answers
  *   upkeep.c   timers armed only while there is work: eviction and the
  *              minimum, health checks, leak reports, loop-lag probes
+ *   aside.c    resources aside for a factory hook: a health check of an
+ *              idle one (health.c runs the rounds), a reset of a released
+ *              one
  *   waits.c    the acquire-wait distribution
  *
  * Re-entrancy: user callbacks (acquire answers, leak reports, close done)
@@ -31,9 +34,10 @@
 enum conn_state {
     CONN_FREE = 0,
     CONN_IDLE,
-    CONN_LENT,     /* lent to a caller, or set aside for a waiter */
-    CONN_CHECKING, /* in a health check */
-    CONN_LEAVING,  /* on its way to destroy: hooks may still run on it */
+    CONN_LENT,      /* lent to a caller, or set aside for a waiter */
+    CONN_CHECKING,  /* in a health check */
+    CONN_RESETTING, /* released, being reset before it goes idle */
+    CONN_LEAVING,   /* on its way to destroy: hooks may still run on it */
 };
 
 struct conn {
@@ -96,13 +100,32 @@ struct tide_make {
     void *destroy_arg;
 };
 
-struct tide_check {
+/* A resource aside for a factory hook that answers later: a health check
+ * of an idle one, or a reset of a released one. While aside it is live
+ * and lent to nobody. The two public tokens wrap it, each as its first
+ * member, so one list and one answer serve both. */
+enum aside_kind {
+    ASIDE_CHECK,
+    ASIDE_RESET,
+};
+
+struct aside {
     struct tide_evpool *pool; /* NULL once the pool is gone */
-    struct tide_check *prev;
-    struct tide_check *next;
+    struct aside *prev;
+    struct aside *next;
     void *resource;
+    /* kept to close the resource after the pool is gone */
     void (*destroy)(void *resource, void *arg);
     void *destroy_arg;
+    enum aside_kind kind;
+};
+
+struct tide_check {
+    struct aside a;
+};
+
+struct tide_reset {
+    struct aside a;
 };
 
 /* ---- wait distribution ---- */
@@ -151,6 +174,7 @@ struct counters {
     uint64_t queue_full;
     uint64_t cancels;
     uint64_t dirty;
+    uint64_t reset_failures;
 };
 
 /* A timer that is armed only while there is work for it. */
@@ -199,6 +223,7 @@ struct tide_evpool {
     struct tide__itemmap map;
     int64_t lent;
     int64_t checking;
+    int64_t resetting;
 
     /* callers */
     struct waiter_list queued;
@@ -211,9 +236,9 @@ struct tide_evpool {
     } common[COMMON_TIMEOUTS];
     int n_common;
 
-    /* makes and checks in progress */
+    /* makes, and checks and resets, in progress */
     struct make_list TIDE__LIST_OF(struct tide_make) makes;
-    struct check_list TIDE__LIST_OF(struct tide_check) checks;
+    struct aside_list TIDE__LIST_OF(struct aside) asides;
     int64_t makes_for_waiters;
     int64_t makes_pending; /* answered by neither the factory nor a timeout */
     /* The top-up to min backs off after failed makes, ward or not: the
@@ -345,7 +370,14 @@ static inline bool tide__conn_settle(struct tide_evpool *p, uint32_t i,
 }
 void tide__makes_cancel_all(struct tide_evpool *p);
 void tide__makes_orphan_all(struct tide_evpool *p);
-void tide__checks_orphan_all(struct tide_evpool *p);
+
+/* aside.c */
+/* Takes conn i aside for the factory's check (it is idle) or reset (it was
+ * just released: no longer counted as lent). */
+void tide__aside_start(struct tide_evpool *p, uint32_t i, enum aside_kind kind);
+/* The pool is being freed: each resource aside is left to its token,
+ * which destroys it when the factory answers. */
+void tide__asides_orphan_all(struct tide_evpool *p);
 
 /* upkeep.c */
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,

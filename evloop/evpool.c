@@ -188,7 +188,7 @@ void tide__evpool_check_closed(struct tide_evpool *p)
 {
     if (!p->closing || p->close_done)
         return;
-    if (tide_pool_live(p->core) > 0 || p->makes_pending > 0 || p->checks.head ||
+    if (tide_pool_live(p->core) > 0 || p->makes_pending > 0 || p->asides.head ||
         p->queued.count > 0 || p->ready.count > 0)
         return;
     p->close_done = true;
@@ -243,7 +243,7 @@ static void free_now(struct tide_evpool *p)
     event_debug_unassign(&p->topup_wake.ev);
     tide__waiters_free_all(p);
     tide__makes_orphan_all(p);
-    tide__checks_orphan_all(p);
+    tide__asides_orphan_all(p);
     for (uint32_t i = 0; i < p->conn_capacity; i++) {
         struct conn *c = &p->conns[i];
         if (c->state == CONN_FREE)
@@ -287,7 +287,9 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->idle = tide_pool_idle(p->core);
     out->lent = p->lent;
     out->checking = p->checking;
-    out->making = out->live - out->idle - out->lent - out->checking;
+    out->resetting = p->resetting;
+    out->making =
+        out->live - out->idle - out->lent - out->checking - out->resetting;
     out->waiting = p->queued.count;
     out->breaker =
         p->breaker ? tide_breaker_state(p->breaker) : TIDE_BREAKER_ACTIVE;
@@ -311,6 +313,7 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->queue_full = c->queue_full;
     out->cancels = c->cancels;
     out->dirty = c->dirty;
+    out->reset_failures = c->reset_failures;
     struct waits recent;
     tide__recent_merge(&p->recent, now, &recent);
     out->recent_p50 = tide__waits_quantile(&recent, 0.50);

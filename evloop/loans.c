@@ -55,6 +55,8 @@ void tide__conn_destroy(struct tide_evpool *p, uint32_t i)
         p->lent--;
     else if (c->state == CONN_CHECKING)
         p->checking--;
+    else if (c->state == CONN_RESETTING)
+        p->resetting--;
     tide__conn_leave_idle(p, i, CONN_LEAVING);
     (void)tide_pool_drop(p->core, resource, p->now);
     tide__conn_remove(p, i);
@@ -191,6 +193,12 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
         return 0;
     }
     p->lent--;
+    if (p->factory.reset && !p->closing) {
+        /* readied for its next borrower first: lent to nobody meanwhile,
+         * and to the oldest waiter (or idle) once the reset answers */
+        tide__aside_start(p, i, ASIDE_RESET);
+        return 0;
+    }
     tide__conn_give(p, i);
     return 0;
 }

@@ -67,6 +67,7 @@ struct tide_evpool;
 struct tide_acquire; /* a pending acquire, cancellable */
 struct tide_make;    /* one make in progress, answered by the factory */
 struct tide_check;   /* one health check in progress */
+struct tide_reset;   /* one reset of a released resource in progress */
 
 /* ---- the factory ------------------------------------------------------ */
 
@@ -97,6 +98,16 @@ struct tide_factory {
      * Answer once with tide_evpool_checked(token, ok); while it runs the
      * resource counts as live and is not lent. */
     void (*check)(struct tide_evpool *pool, struct tide_check *token,
+                  void *resource, void *arg);
+    /* Optional: readies a released resource for its next borrower before
+     * it goes idle (SMTP RSET, PostgreSQL DISCARD ALL). Answer once, now or
+     * later from the loop, with tide_evpool_reset_done(token, ok); while
+     * it runs the resource counts as live and is lent to nobody, and the
+     * waiters see a release that took a little longer (the oldest gets it
+     * when the reset is done). Not ok: destroyed, and a failure for the
+     * breaker. Not run for a resource retired (retire_after), refused by
+     * reusable(), or released while the pool closes. */
+    void (*reset)(struct tide_evpool *pool, struct tide_reset *token,
                   void *resource, void *arg);
     /* Optional: watch an idle resource for a peer close. Called with
      * idle = true when it goes idle and idle = false before it is lent,
@@ -191,8 +202,8 @@ typedef void (*tide_acquire_cb)(struct tide_evpool *pool, int status,
 /* Queues an acquire. timeout 0 means the pool's acquire_timeout. Returns 0
  * and, when `handle` is not NULL, a handle valid until the callback returns
  * or cancel returns (a cancel from inside the acquire's own callback does
- * nothing: the answer is given). Fails at once, with no callback, with TIDE_EINVAL,
- * TIDE_ECLOSED or TIDE_EQUEUEFULL. */
+ * nothing: the answer is given). Fails at once, with no callback, with
+ * TIDE_EINVAL, TIDE_ECLOSED or TIDE_EQUEUEFULL. */
 TIDE_API int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
                                  tide_acquire_cb cb, void *arg,
                                  struct tide_acquire **handle);
@@ -239,6 +250,10 @@ TIDE_API struct tide_evpool *tide_make_pool(const struct tide_make *token);
 /* A health check finished. A failed one destroys the resource, tells the
  * breaker and makes a replacement when below min. */
 TIDE_API void tide_evpool_checked(struct tide_check *token, bool ok);
+/* A reset finished: ok puts the resource back (to the oldest waiter, else
+ * idle), not ok destroys it and tells the breaker. The token is gone
+ * after; NULL does nothing. */
+TIDE_API void tide_evpool_reset_done(struct tide_reset *token, bool ok);
 /* An idle resource died (peer closed): dropped and destroyed at once; its
  * place wakes a waiter. 0, or TIDE_ENOTIDLE / TIDE_EUNKNOWN. */
 TIDE_API int tide_evpool_lost(struct tide_evpool *p, void *resource);
@@ -250,11 +265,12 @@ TIDE_API int tide_evpool_lost(struct tide_evpool *p, void *resource);
 TIDE_API struct tide_breaker *tide_evpool_breaker(struct tide_evpool *p);
 
 struct tide_evpool_stats {
-    int64_t live; /* idle + lent + making + in checks */
+    int64_t live; /* idle + lent + making + in checks + resetting */
     int64_t idle;
     int64_t lent;
     int64_t making;
     int64_t checking;
+    int64_t resetting; /* released, being reset (factory reset) */
     int64_t waiting;
     enum tide_breaker_state breaker; /* ACTIVE when there is none */
     double refusal;                  /* the breaker's refused share now */
@@ -267,12 +283,13 @@ struct tide_evpool_stats {
     uint64_t evicted;  /* destroyed by the eviction timer */
     uint64_t health_failures;
     uint64_t leaks;
-    uint64_t lost;       /* idle resources found dead */
-    uint64_t acquires;   /* acquire and try_acquire calls */
-    uint64_t queue_full; /* acquires refused: the queue was at its bound */
-    uint64_t cancels;    /* acquires cancelled before their answer */
-    uint64_t dirty;      /* releases reusable() refused (unread bytes, a
-                            request half written): destroyed */
+    uint64_t lost;           /* idle resources found dead */
+    uint64_t acquires;       /* acquire and try_acquire calls */
+    uint64_t queue_full;     /* acquires refused: the queue was at its bound */
+    uint64_t cancels;        /* acquires cancelled before their answer */
+    uint64_t dirty;          /* releases reusable() refused (unread bytes, a
+                                request half written): destroyed */
+    uint64_t reset_failures; /* resets answered not ok: destroyed */
     /* acquire-wait distribution (ns), from acquire to callback, served
      * acquires only; 0 before the first */
     int64_t wait_p50;

@@ -160,6 +160,16 @@ static void script_check(struct tide_evpool *pool, struct tide_check *token,
     tide_evpool_checked(token, !((struct fake *)resource)->dead);
 }
 
+static void script_reset(struct tide_evpool *pool, struct tide_reset *token,
+                         void *resource, void *arg)
+{
+    (void)pool;
+    (void)arg;
+    probe("reset", resource);
+    fx->resets_run++;
+    tide_evpool_reset_done(token, !((struct fake *)resource)->dead);
+}
+
 static void script_watch(struct tide_evpool *pool, void *resource, bool idle,
                          void *arg)
 {
@@ -241,6 +251,8 @@ void fixture_pool(const struct tide_evpool_options *o)
     struct tide_evpool_options opts = o ? *o : (struct tide_evpool_options){0};
     if (opts.seed == 0)
         opts.seed = 42;
+    if (fx->resets)
+        fx->factory.reset = script_reset;
     ck_assert_int_eq(tide_evpool_new(fx->base, &fx->factory, &opts, &fx->pool),
                      0);
 }

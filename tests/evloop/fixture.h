@@ -54,6 +54,8 @@ struct fixture {
     enum script_mode plan[FAKE_MAX];
     int n_plan;
     bool hold_checks;         /* keep check tokens for answer_check */
+    bool resets;              /* the factory resets each release, at once:
+                                 ok unless the fake is dead */
     bool lose_when_idle;      /* the watch hook reports a fake lost as soon as
                                  it goes idle (a peer that closed at once) */
     bool lose_when_unwatched; /* ... and as the pool stops watching it: the
@@ -74,9 +76,10 @@ struct fixture {
     /* what happened */
     struct fake fakes[FAKE_MAX];
     int n_fakes;
-    int makes;   /* make() calls */
-    int cancels; /* cancel() calls */
-    int checks;  /* check() calls */
+    int makes;      /* make() calls */
+    int cancels;    /* cancel() calls */
+    int checks;     /* check() calls */
+    int resets_run; /* reset() calls */
     int watch_on;
     int watch_off;
     struct tide_make *held[FAKE_MAX]; /* MAKE_NEVER tokens, in order */

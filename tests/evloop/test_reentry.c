@@ -1,7 +1,7 @@
 /* tests for the adapter's re-entrancy: every call evloop.h allows from a
  * callback, made from every callback, while that callback runs in the
  * middle of the pool's own work (the pump lending, a make timing out, a
- * release, a health round, a leak scan, the close finishing).
+ * release, a reset, a health round, a leak scan, the close finishing).
  *
  * The cases are generated from two tables, hooks (the callbacks) and calls,
  * one Check test per pair named "<hook>_calls_<call>" in a test case named
@@ -12,7 +12,7 @@
  * per resource made, a loop that runs dry after close.
  *
  * Pairs left out, because evloop.h does not allow the call there:
- *   make, cancel, destroy, alive, reusable, check, watch_idle,
+ *   make, cancel, destroy, alive, reusable, reset, check, watch_idle,
  *   watch_unidle x free: "None of them may call tide_evpool_free".
  *   closed x cancel_served, cancel_other: by the time done runs every
  *   acquire has been answered, and a handle is valid only until its
@@ -32,6 +32,7 @@ enum hook {
     H_DESTROY,
     H_ALIVE,
     H_REUSABLE,
+    H_RESET,
     H_CHECK,
     H_WATCH_IDLE,
     H_WATCH_UNIDLE,
@@ -507,6 +508,14 @@ static void release_to_waiters(void)
     release(x);
 }
 
+/* As release_to_waiters, the factory resetting X on its release, before
+ * it goes to S. */
+static void reset_to_waiters(void)
+{
+    fx->resets = true;
+    release_to_waiters();
+}
+
 /* A health round over X and Y; O is queued from inside the first check. */
 static void health_round(void)
 {
@@ -602,6 +611,13 @@ static const struct hook_case hooks[N_HOOKS] = {
                     .waiting = 2,
                     .making = 0,
                     .setup = release_to_waiters},
+    [H_RESET] = {.name = "reset",
+                 .probe = "reset",
+                 .factory = true,
+                 .served = SERVED_QUEUED,
+                 .waiting = 2,
+                 .making = 0,
+                 .setup = reset_to_waiters},
     [H_CHECK] = {.name = "check",
                  .probe = "check",
                  .factory = true,
