@@ -92,6 +92,12 @@ static const struct error_entry errors[] = {
     {-58, "TIDE_ESETUP", "the session setup failed"},
     {-59, "TIDE_ESETUP_TIMEOUT",
      "the session setup did not finish within setup_timeout"},
+    {-60, "TIDE_EUPGRADE", "the upgrade to TLS (STARTTLS) failed"},
+    {-61, "TIDE_EUPGRADE_UNOFFERED",
+     "the server does not offer the upgrade to TLS (no STARTTLS)"},
+    {-62, "TIDE_EUPGRADE_REFUSED", "the server refused the upgrade to TLS"},
+    {-63, "TIDE_EUPGRADE_TIMEOUT",
+     "the upgrade to TLS did not finish within upgrade_timeout"},
 };
 
 static const struct error_entry *find(int code)

@@ -8,7 +8,9 @@
  *   dial.c      Happy Eyeballs: attempts raced over the addresses, timers
  *   sock.c      one non-blocking socket: options, connect, errno classes
  *   unix.c      a Unix domain socket upstream: the path as the one address
- *   setup.c     the session setup between connected and made
+ *   setup.c     the session setup between connected and made, and a TLS
+ *               factory's upgrade (STARTTLS) between connected and the
+ *               handshake
  *   conns.c     the live connections, found by bufferevent
  *   watch.c     idle watch, alive and reusable checks
  *   errors.c    failure detail, sentences, the public getters
@@ -242,6 +244,10 @@ int tide__net_unix_init(struct tide_tcp_factory *f,
  * setup on it, or ends the make at once when there is none. Takes bev;
  * m may be gone when this returns. */
 void tide__net_setup_start(struct tide__net_make *m, struct bufferevent *bev);
+/* setup.c: a TLS factory's upgrade (STARTTLS) on the connected fd
+ * (taken): a plain exchange, then tide__tls_handshake on the same socket,
+ * or a failed make. m may be gone when this returns. */
+void tide__net_upgrade_start(struct tide__net_make *m, evutil_socket_t fd);
 /* setup.c: the factory gives up on m's setup, if one runs: setup_abort is
  * told, the connection closed. m itself stays for its caller to end. */
 void tide__net_setup_abort(struct tide__net_make *m);
@@ -277,7 +283,10 @@ bool tide__net_reusable(void *resource, void *arg);
 
 /* ---- TLS ---- */
 
-/* tls.c: the TCP phase of a TLS make is over; fd is connected. */
+/* tls.c: the TCP phase of a TLS make is over; fd is connected (taken):
+ * the upgrade first when there is one, else the handshake. */
+void tide__tls_dialed(struct tide__net_make *m, evutil_socket_t fd);
+/* tls.c: the handshake on connected fd (taken), then the setup. */
 void tide__tls_handshake(struct tide__net_make *m, evutil_socket_t fd);
 /* tls.c: a TLS connection's part of destroy (close_notify). */
 void tide__tls_close(struct bufferevent *bev);

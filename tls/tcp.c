@@ -277,7 +277,7 @@ static void on_dialed(struct tide__net_dial *d, evutil_socket_t fd)
         return;
     }
     if (f->tls) {
-        tide__tls_handshake(m, fd);
+        tide__tls_dialed(m, fd);
         return;
     }
     struct bufferevent *bev = bufferevent_socket_new(

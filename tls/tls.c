@@ -2,6 +2,9 @@
  * bufferevent, verified, with a session offered from the cache; and the
  * close that keeps sessions resumable.
  *
+ * With an upgrade (STARTTLS) the plaintext exchange comes first, on the
+ * same socket (setup.c), and hands the socket on to the handshake.
+ *
  * The handshake runs on a socket bufferevent made with fd -1 and given the
  * connected socket with bufferevent_setfd: then the socket is the
  * bufferevent's from that call on, whatever happens, so no error path closes
@@ -290,6 +293,14 @@ void tide__tls_handshake(struct tide__net_make *m, evutil_socket_t fd)
     }
 }
 
+void tide__tls_dialed(struct tide__net_make *m, evutil_socket_t fd)
+{
+    if (tls_of(m)->upgrade)
+        tide__net_upgrade_start(m, fd); /* then the handshake, from there */
+    else
+        tide__tls_handshake(m, fd);
+}
+
 /* ---- sessions ---- */
 
 static int on_new_session(SSL *ssl, SSL_SESSION *sess)
@@ -387,8 +398,11 @@ static int check_options(const struct tide_tls_options *o)
     /* a path names no host the certificate could be checked against */
     if (o->tcp.path && !o->verify_name && !o->insecure_skip_verify)
         return TIDE_EINVAL;
-    if (o->handshake_timeout < 0)
+    if (o->handshake_timeout < 0 || o->upgrade_timeout < 0)
         return TIDE_EINVAL;
+    if (!o->upgrade &&
+        (o->upgrade_arg || o->upgrade_abort || o->upgrade_timeout))
+        return TIDE_EINVAL; /* an upgrade's details without an upgrade */
     return 0;
 }
 
@@ -418,6 +432,11 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
     tls->handshake_timeout =
         o->handshake_timeout ? o->handshake_timeout : TIDE_SEC(4);
     tls->alpn_required = o->alpn_required;
+    tls->upgrade = o->upgrade;
+    tls->upgrade_arg = o->upgrade_arg;
+    tls->upgrade_abort = o->upgrade_abort;
+    tls->upgrade_timeout =
+        o->upgrade_timeout ? o->upgrade_timeout : TIDE_SEC(5);
     if ((rc = build_alpn(tls, o->alpn)) != 0)
         return rc;
     if (tls->alpn_required && !tls->alpn)

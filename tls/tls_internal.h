@@ -19,6 +19,11 @@ struct tide_tls_factory {
     struct tide_tls_sessions *sessions;
     bool own_sessions;
     char *key; /* this upstream's key in the cache */
+    /* the upgrade before the handshake (STARTTLS), or NULL: setup.c */
+    tide_setup_cb upgrade;
+    void *upgrade_arg;
+    void (*upgrade_abort)(struct tide_net_setup *setup, void *arg);
+    int64_t upgrade_timeout;
 };
 
 /* context.c: a client context from the options' CA, certificate and

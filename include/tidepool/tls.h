@@ -179,6 +179,16 @@ enum tide_tls_error {
     TIDE_ESETUP = -58,
     /* the session setup did not finish within setup_timeout */
     TIDE_ESETUP_TIMEOUT = -59,
+    /* the upgrade to TLS (STARTTLS) failed: the exchange went wrong, or
+     * bytes came after the server's go-ahead, before the handshake (they
+     * could be an attacker's, injected in plaintext: RFC 7457 2.2) */
+    TIDE_EUPGRADE = -60,
+    /* the server does not offer the upgrade (no STARTTLS in its EHLO) */
+    TIDE_EUPGRADE_UNOFFERED = -61,
+    /* the server refused the upgrade (SMTP 454, "TLS not available") */
+    TIDE_EUPGRADE_REFUSED = -62,
+    /* the upgrade did not finish within upgrade_timeout */
+    TIDE_EUPGRADE_TIMEOUT = -63,
 };
 
 /* The detail behind a failure, beyond its code. Fields that do not apply
@@ -439,6 +449,31 @@ struct tide_tls_options {
     struct tide_tls_sessions *sessions; /* borrowed shared cache; NULL: the
                                            factory's own */
 
+    /* Upgrade in place (STARTTLS in SMTP, IMAP or XMPP; PostgreSQL's
+     * SSLRequest): the protocol's plaintext exchange on the connected
+     * socket, before the handshake. It has the setup's shape and token
+     * (tide_setup_cb): bev is a plain bufferevent on the socket; answer
+     * tide_net_setup_done once the server has said "go ahead" (SMTP's 220
+     * to STARTTLS), and the factory then runs the TLS handshake on the same
+     * socket, with the same verification, SNI, ALPN and resumption as a
+     * direct connection, and after it tcp.setup over TLS (SMTP's second
+     * EHLO, AUTH). Bytes left unread at done fail the make with
+     * TIDE_EUPGRADE: nothing a server sends in plaintext may be taken as if
+     * it came over TLS. Answer tide_net_setup_failed with
+     * TIDE_EUPGRADE_UNOFFERED or TIDE_EUPGRADE_REFUSED when those apply
+     * (kept, as any negative code), anything not negative becomes
+     * TIDE_EUPGRADE. A make given up during the upgrade calls
+     * upgrade_abort, as setup_abort during the setup. The upgrade counts
+     * as the make's setup: keep upgrade_timeout + handshake_timeout +
+     * tcp.setup_timeout under the pool's make_timeout. NULL (preset): TLS
+     * from the first byte. */
+    tide_setup_cb upgrade;
+    void *upgrade_arg; /* borrowed; passed to upgrade and upgrade_abort */
+    void (*upgrade_abort)(struct tide_net_setup *setup, void *arg);
+    int64_t upgrade_timeout; /* from the connection handed to upgrade to
+                                its answer; preset 5 s; TIDE_FOREVER:
+                                none */
+
     /* DANGER: accept any certificate from anyone. The connection is
      * encrypted but not authenticated: whoever is on the path can read and
      * change everything. For tests against throwaway servers only. */
@@ -453,8 +488,9 @@ struct tide_tls_factory;
  * above max, context fields given with ctx, key_file without cert_file, an
  * empty ALPN list, an empty or over-long ALPN protocol, alpn_required without
  * alpn, an IP address as sni, a verify_name given with insecure_skip_verify,
- * a negative handshake_timeout, a tcp.path without verify_name or
- * insecure_skip_verify), with *out NULL when out is not;
+ * a negative handshake_timeout or upgrade_timeout, upgrade_arg,
+ * upgrade_abort or upgrade_timeout without upgrade, a tcp.path without
+ * verify_name or insecure_skip_verify), with *out NULL when out is not;
  * TIDE_ETLS_CONFIG when the context cannot be built (the OpenSSL error queue
  * says why); TIDE_ENOMEM; TIDE_EDNS. */
 TIDE_API TIDE_MUST_USE int
