@@ -1,0 +1,183 @@
+/* tidepool group: pools to the upstreams of one service, with a pick.
+ *
+ * A group holds one tide_evpool per upstream (a host:port over TCP or TLS,
+ * or any resource a factory opens), each with its own factory, limits and
+ * ward, so every pool keeps all of its own promises (FIFO waiters, no
+ * barging, exactly-once answers, destroy once). An acquire on the group
+ * picks an upstream with the core's tide_pick (power of two choices: the
+ * pool whose breaker refuses less, then the one with fewer in use) and
+ * acquires there. Upstreams whose breaker is open are skipped while their
+ * breaker says a retry is not yet due. When the chosen upstream cannot serve
+ * (its breaker or shedder refuses, a make fails, it is being removed) the
+ * acquire moves on to another upstream it has not tried, within the same
+ * timeout; it fails, with the last upstream's own cause and tide_why, only
+ * when every upstream refused.
+ *
+ * Upstreams can be added and removed while the loop runs. A removed one
+ * drains: it lends nothing more, its idle resources are destroyed at once,
+ * its lent ones are destroyed as they are released, and its record is freed
+ * after the last one came back.
+ *
+ * Threads, SIGPIPE and NULL: as in <tidepool/evloop.h>. A group belongs to
+ * one event_base and its loop's thread; the application ignores SIGPIPE;
+ * a function returning int answers TIDE_EINVAL for a NULL group, upstream
+ * or required pointer, and the void ones do nothing with NULL.
+ */
+#ifndef TIDEPOOL_GROUP_H
+#define TIDEPOOL_GROUP_H
+
+#include <tidepool/evloop.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tide_group;
+struct tide_group_upstream; /* one upstream: its name and its pool */
+struct tide_group_acquire;  /* a pending acquire on the group, cancellable */
+
+/* Zero fields take the preset. */
+struct tide_group_options {
+    /* At most this many loans at once across the group, counting acquires
+     * on their way to an upstream; 0: no cap (each pool's own size still
+     * bounds its connections). Past it, acquires wait in the group's FIFO
+     * for a release, within their timeout. */
+    int64_t cap;
+    int64_t acquire_timeout; /* for acquire(timeout = 0); preset 30 s;
+                                must be finite */
+    int64_t queue_max;       /* acquires waiting for the cap at most;
+                                preset 4096 */
+    uint64_t seed;           /* the pick's random source; 0: from the clock */
+};
+
+/* Creates an empty group on `base` (borrowed; must outlive the group).
+ * Returns 0; TIDE_EINVAL (NULL base or out, a negative cap or queue_max,
+ * an infinite or negative acquire_timeout); TIDE_ENOMEM. */
+TIDE_API TIDE_MUST_USE int tide_group_new(struct event_base *base,
+                                          const struct tide_group_options *o,
+                                          struct tide_group **out);
+
+/* Called once when a close has finished: every upstream drained and its
+ * pool closed. May free the group. */
+typedef void (*tide_group_closed_cb)(struct tide_group *g, void *arg);
+
+/* Shuts the group: fails every acquire waiting for the cap with
+ * TIDE_ECLOSED, closes every upstream's pool (which fails its waiters and
+ * destroys lent resources as they come back) and calls done from the loop
+ * when all are closed. 0, or TIDE_ECLOSED when already closing. */
+TIDE_API int tide_group_close(struct tide_group *g, tide_group_closed_cb done,
+                              void *arg);
+
+/* Frees the group and every upstream's pool (tide_evpool_free: lent
+ * resources are destroyed too). Pending acquires are dropped without
+ * callbacks. Safe from inside a group callback. */
+TIDE_API void tide_group_free(struct tide_group *g);
+
+/* ---- upstreams -------------------------------------------------------- */
+
+/* Adds an upstream: a pool made with tide_evpool_new(base, factory, o).
+ * `name` (copied) is what stats and messages call it, such as
+ * "127.0.0.1:8080". Returns 0 with *out (borrowed: valid until the
+ * upstream is removed and drained, or the group freed), the codes of
+ * tide_evpool_new, or TIDE_ECLOSED when the group is closing. */
+TIDE_API TIDE_MUST_USE int tide_group_add(struct tide_group *g,
+                                          const char *name,
+                                          const struct tide_factory *factory,
+                                          const struct tide_evpool_options *o,
+                                          struct tide_group_upstream **out);
+
+/* Removes an upstream: from now on no acquire picks it, acquires waiting
+ * in its pool move on to another upstream, its idle resources are
+ * destroyed, and each lent one is destroyed when released. The record
+ * (and `u`) stays valid until the last loan came back. 0, or TIDE_ECLOSED
+ * when it was removed already. */
+TIDE_API int tide_group_remove(struct tide_group *g,
+                               struct tide_group_upstream *u);
+
+/* Upstreams not removed, in the order they were added: up to n into out;
+ * returns how many there are. */
+TIDE_API size_t tide_group_upstreams(struct tide_group *g,
+                                     struct tide_group_upstream **out,
+                                     size_t n);
+
+/* The upstream's name (owned by it) and pool (borrowed: use it to read
+ * its breaker or stats; acquire and release through the group). */
+TIDE_API const char *
+tide_group_upstream_name(const struct tide_group_upstream *u);
+TIDE_API struct tide_evpool *
+tide_group_upstream_pool(const struct tide_group_upstream *u);
+
+/* ---- acquire and release ---------------------------------------------- */
+
+/* The answer to a group acquire: status 0 with a resource now lent from
+ * upstream u (give it back with tide_group_release or tide_group_discard,
+ * naming u), or an error with resource NULL: TIDE_ETIMEDOUT (nothing within
+ * the timeout, cap wait included), TIDE_ECLOSED (the group closed),
+ * TIDE_ECANCELLED (notify asked), or the last upstream's own refusal
+ * (TIDE_EUNAVAILABLE, a make's code) once every upstream refused; then u
+ * is the upstream that answered last (NULL when none did) and why is its
+ * answer. Runs from the loop, never inside acquire(), exactly once per
+ * acquire unless cancelled first. May call any group function, free
+ * included. */
+typedef void (*tide_group_acquire_cb)(struct tide_group *g, int status,
+                                      struct tide_group_upstream *u,
+                                      void *resource,
+                                      const struct tide_why *why, void *arg);
+
+/* Starts an acquire; timeout 0 means the group's acquire_timeout, and it
+ * spans the cap wait and every upstream tried. Returns 0 and, when handle
+ * is not NULL, a handle valid until the callback or cancel returns. Fails
+ * at once, with no callback, with TIDE_EINVAL, TIDE_ECLOSED (closing, or
+ * no upstream at all) or TIDE_EQUEUEFULL (the cap's queue is full). */
+TIDE_API int tide_group_acquire(struct tide_group *g, int64_t timeout,
+                                tide_group_acquire_cb cb, void *arg,
+                                struct tide_group_acquire **handle);
+
+/* Cancels a pending acquire. After it returns the callback never runs,
+ * unless notify: then it runs once, from the loop, with TIDE_ECANCELLED. */
+TIDE_API void tide_group_cancel(struct tide_group_acquire *h, bool notify);
+
+/* Gives back a resource lent from upstream u, as tide_evpool_release does
+ * (a removed upstream destroys it instead). Frees a place under the cap.
+ * 0, or the codes of tide_evpool_release. */
+TIDE_API int tide_group_release(struct tide_group *g,
+                                struct tide_group_upstream *u, void *resource);
+
+/* Gives back a broken one, as tide_evpool_discard does. */
+TIDE_API int tide_group_discard(struct tide_group *g,
+                                struct tide_group_upstream *u, void *resource);
+
+/* ---- stats ------------------------------------------------------------ */
+
+struct tide_group_stats {
+    int64_t upstreams;  /* not removed */
+    int64_t draining;   /* removed, loans still out */
+    int64_t open;       /* upstreams whose breaker is INACTIVE */
+    int64_t lent;       /* loans out through the group (the cap counts these
+                           and acquires on their way to an upstream) */
+    int64_t capped;     /* acquires waiting for the cap */
+    uint64_t acquires;  /* tide_group_acquire calls that returned 0 */
+    uint64_t served;    /* answered with a resource */
+    uint64_t failed;    /* answered with an error (cancels excluded) */
+    uint64_t failovers; /* an upstream could not serve and another was
+                           tried */
+    /* the upstreams' pool stats, summed: counts and counters add up; the
+     * breaker field is the worst state, refusal and the wait quantiles are
+     * the largest of any upstream (quantiles do not add) */
+    struct tide_evpool_stats pools;
+};
+
+TIDE_API void tide_group_stats(struct tide_group *g,
+                               struct tide_group_stats *out);
+
+/* One upstream's pool stats (tide_evpool_stats), and the loans it has out
+ * through the group in *lent when lent is not NULL. */
+TIDE_API void tide_group_upstream_stats(struct tide_group_upstream *u,
+                                        struct tide_evpool_stats *out,
+                                        int64_t *lent);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIDEPOOL_GROUP_H */
