@@ -1,0 +1,129 @@
+/* The virtual-time simulator: the real core (a tide_pool and every guard of
+ * its ward) driven by a simulated clock, seeded callers and a simulated
+ * backend, with a small event queue standing in for the loop. No libevent,
+ * no sockets, no clock, no libm: the same source builds natively and to
+ * wasm32, and a run is a function of its parameters and seed alone, so the
+ * two builds print the same rows byte for byte.
+ *
+ * The run has the terminal simulator's phases (demos/sim): calm, a burst
+ * past the pool's size, the drain after it, a backend outage (connects
+ * refused, open connections cut) and the recovery. It closes one row per
+ * simulated second with what demos/sim prints, plus the guards' answers. */
+#ifndef TIDEPOOL_WEB_ENGINE_H
+#define TIDEPOOL_WEB_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tidepool/core.h>
+
+/* Every parameter of a run, by index. Values are doubles in the units the
+ * name says; web_param_name gives the names the native program's
+ * `name=value` arguments and the page's controls use. */
+enum web_param {
+    WEB_P_SEED,
+    WEB_P_SECONDS,
+    WEB_P_SIZE,
+    WEB_P_IDLE,   /* 0: follow size */
+    WEB_P_KEEP_S, /* idle time before retiring; 0: the core's preset */
+    WEB_P_LIFE_S, /* 0: forever */
+    WEB_P_SPREAD,
+    WEB_P_MIN,
+    WEB_P_QUEUE_MAX,
+    WEB_P_ACQUIRE_TIMEOUT_MS,
+    WEB_P_BREAKER, /* 0 none, 1 adaptive, 2 strikes */
+    WEB_P_BREAKER_K,
+    WEB_P_BREAKER_WINDOW_S,
+    WEB_P_STRIKES,
+    WEB_P_COOLDOWN_MS,
+    WEB_P_PROBES,
+    WEB_P_BUCKET_RATE, /* makes a second; 0: no bucket */
+    WEB_P_BUCKET_BURST,
+    WEB_P_BACKOFF, /* 0 off, 1 on */
+    WEB_P_BACKOFF_BASE_MS,
+    WEB_P_BACKOFF_CAP_MS,
+    WEB_P_SHEDDER,        /* 0 off, 1 on */
+    WEB_P_LOAN_TARGET_MS, /* the shedder's loan target; 0: off */
+    WEB_P_RATE_CALM,      /* requests a second outside the burst */
+    WEB_P_RATE_BURST,     /* requests a second in the burst */
+    WEB_P_SERVICE_MS,     /* mean service time */
+    WEB_P_SERVICE_SPREAD, /* service time uniform over mean x [1-s, 1+s] */
+    WEB_P_SLOW_SHARE,     /* share of requests ten times slower */
+    WEB_P_CONNECT_MS,
+    WEB_P_FAIL_SHARE, /* share of connects refused outside the outage */
+    WEB_P_BURST_START_S,
+    WEB_P_BURST_LEN_S,
+    WEB_P_OUTAGE_START_S,
+    WEB_P_OUTAGE_LEN_S,
+    WEB_P_SERVER_IDLE_S, /* the server closes connections idle this long;
+                            0: never */
+    WEB_PARAMS
+};
+
+enum web_phase { WEB_CALM, WEB_BURST, WEB_DRAIN, WEB_OUTAGE, WEB_RECOVERY };
+
+#define WEB_TRAIL 4
+
+/* One simulated second. */
+struct web_row {
+    int64_t second; /* from 1 */
+    enum web_phase phase;
+    /* at the end of the second */
+    int64_t lent, idle, waiting;
+    int64_t p99;          /* ns, acquire waits over the last minute */
+    int refusal_pm;       /* the breaker's refused share, per mille */
+    int64_t bucket_span;  /* ns: the last LATER the bucket answered, or 0 */
+    int64_t backoff_span; /* ns: the last LATER backoff answered, or 0 */
+    int64_t retry_after;  /* ns: the breaker's own retry_after now */
+    /* in the second */
+    int64_t made, make_failures, timeouts, queue_full, shed, served;
+    int64_t shed_breaker, shed_shedder, shed_other;
+    int64_t later_bucket, later_backoff;
+    enum tide_breaker_state trail[WEB_TRAIL];
+    int n_trail;
+};
+
+struct web_engine;
+
+/* The presets (the terminal simulator's run) into params[WEB_PARAMS]. */
+void web_params_preset(double *params);
+/* A parameter's name ("size", "outage_start_s"), or NULL past the last. */
+const char *web_param_name(int i);
+/* The index of a named parameter, or -1. */
+int web_param_find(const char *name);
+
+/* A run with these parameters (copied), at virtual time 0. 0, or a
+ * tidepool code (TIDE_ELIMITS...) when the core refused them, or
+ * TIDE_ENOMEM. Caller owns *out; free with web_engine_free. */
+int web_engine_new(const double *params, struct web_engine **out);
+void web_engine_free(struct web_engine *e);
+/* Runs every event up to virtual time `until` ns (the run ends at its last
+ * second). Returns the number of rows closed so far. */
+int64_t web_engine_run(struct web_engine *e, int64_t until);
+/* The virtual time reached, ns. */
+int64_t web_engine_now(const struct web_engine *e);
+/* Whether every second of the run is done. */
+bool web_engine_done(const struct web_engine *e);
+/* Row i (from 0) of those closed; NULL past the last. Borrowed. */
+const struct web_row *web_engine_row(const struct web_engine *e, int64_t i);
+/* How many calls into the core (take, made, give, ...) the run made. */
+uint64_t web_engine_decisions(const struct web_engine *e);
+/* The pool's live view now: lent, idle, waiting. */
+void web_engine_live(const struct web_engine *e, int64_t *lent, int64_t *idle,
+                     int64_t *waiting);
+/* The breaker's state now (ACTIVE without one). */
+enum tide_breaker_state web_engine_breaker(struct web_engine *e);
+/* The breaker's refused share of new makes now, per mille (0 without one). */
+int web_engine_refusal_pm(struct web_engine *e);
+
+/* Row r as one line of text, the terminal simulator's columns plus the
+ * refusal share, NUL-terminated, no newline, into buf (at least
+ * WEB_ROW_TEXT bytes). Returns its length. No printf: formatting is the
+ * engine's own, so both builds print alike. */
+#define WEB_ROW_TEXT 160
+size_t web_row_text(const struct web_row *r, char *buf);
+/* The column heads for web_row_text. Static storage. */
+const char *web_row_heads(void);
+
+#endif

@@ -1,0 +1,114 @@
+// The engine compiled to wasm32, from JavaScript: loads the module (no
+// imports, no glue library) and wraps its exports. Used by the page and by
+// the differential test in node alike, so both read the engine the same way.
+//
+// Memory is the module's: every buffer here is malloc'd in it, and the
+// typed arrays over it are made afresh after each call that may allocate
+// (a grown memory detaches the old buffer).
+
+const decoder = new TextDecoder();
+
+export async function loadModule(bytes) {
+  const { instance } = await WebAssembly.instantiate(bytes, {});
+  return instance.exports;
+}
+
+function cString(ex, ptr) {
+  const mem = new Uint8Array(ex.memory.buffer);
+  let end = ptr;
+  while (mem[end] !== 0) end++;
+  return decoder.decode(mem.subarray(ptr, end));
+}
+
+// The parameters' names and presets, as the engine's table has them.
+export function paramTable(ex) {
+  const n = ex.param_count();
+  const buf = ex.malloc(8 * n);
+  ex.params_preset(buf);
+  const values = Array.from(new Float64Array(ex.memory.buffer, buf, n));
+  ex.free(buf);
+  const table = [];
+  for (let i = 0; i < n; i++)
+    table.push({ name: cString(ex, ex.param_name(i)), preset: values[i] });
+  return table;
+}
+
+export const PHASES = ['calm', 'burst', 'drain', 'outage', 'recovery'];
+export const STATES = ['ACTIVE', 'INACTIVE', 'RECOVERING'];
+
+// One run: params is { name: value } over the presets.
+export class Engine {
+  constructor(ex, params = {}) {
+    this.ex = ex;
+    this.table = paramTable(ex);
+    const n = this.table.length;
+    const buf = ex.malloc(8 * n);
+    const view = new Float64Array(ex.memory.buffer, buf, n);
+    this.table.forEach((p, i) => {
+      view[i] = p.name in params ? Number(params[p.name]) : p.preset;
+    });
+    this.ptr = ex.engine_new(buf);
+    ex.free(buf);
+    if (!this.ptr) throw new Error('the engine refused these parameters');
+    this.fields = [];
+    for (let i = 0; i < ex.row_field_count(); i++)
+      this.fields.push(cString(ex, ex.row_field_name(i)));
+    this.rowBuf = ex.malloc(8 * this.fields.length);
+    this.textBuf = ex.malloc(ex.row_text_size());
+    this.liveBuf = ex.malloc(8 * 5);
+    this.rows = 0;
+  }
+
+  // Runs to `until` ns of virtual time (a Number); the rows closed so far.
+  run(until) {
+    this.rows = this.ex.engine_run(this.ptr, BigInt(Math.floor(until)));
+    return this.rows;
+  }
+
+  now() {
+    return this.ex.engine_now(this.ptr);
+  }
+
+  done() {
+    return this.ex.engine_done(this.ptr) !== 0;
+  }
+
+  decisions() {
+    return this.ex.engine_decisions(this.ptr);
+  }
+
+  // Row i as the native vsim prints it.
+  rowText(i) {
+    const n = this.ex.row_text(this.ptr, i, this.textBuf);
+    if (n < 0) return null;
+    return decoder.decode(
+      new Uint8Array(this.ex.memory.buffer, this.textBuf, n).slice());
+  }
+
+  // Row i as { field: number }.
+  row(i) {
+    if (this.ex.row_values(this.ptr, i, this.rowBuf) !== 0) return null;
+    const v = new Float64Array(this.ex.memory.buffer, this.rowBuf,
+      this.fields.length);
+    const out = {};
+    this.fields.forEach((f, k) => { out[f] = v[k]; });
+    return out;
+  }
+
+  // The pool now: lent, idle, waiting, breaker state, refused share (per
+  // mille).
+  live() {
+    this.ex.engine_live(this.ptr, this.liveBuf);
+    const v = new Float64Array(this.ex.memory.buffer, this.liveBuf, 5);
+    return { lent: v[0], idle: v[1], waiting: v[2], breaker: v[3],
+      refusal_pm: v[4] };
+  }
+
+  free() {
+    this.ex.free(this.rowBuf);
+    this.ex.free(this.textBuf);
+    this.ex.free(this.liveBuf);
+    this.ex.engine_free(this.ptr);
+    this.ptr = 0;
+  }
+}

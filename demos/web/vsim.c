@@ -1,0 +1,62 @@
+/* The virtual-time simulator, native: runs the engine to its end and prints
+ * its rows, as fast as the machine goes (thousands of times real time).
+ *
+ *   vsim [--heads] [name=value ...]
+ *
+ * Each name=value sets one of the engine's parameters (engine.h, params.c:
+ * seed=7 size=12 outage_start_s=10 ...). The rows are the bytes the wasm
+ * build gives for the same parameters: the differential test compares
+ * them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static int usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [--heads] [name=value ...]\nnames:", argv0);
+    for (int i = 0; web_param_name(i); i++)
+        fprintf(stderr, " %s", web_param_name(i));
+    fputc('\n', stderr);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    double params[WEB_PARAMS];
+    web_params_preset(params);
+    bool heads = false;
+    for (int i = 1; i < argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        if (!strcmp(argv[i], "--heads")) {
+            heads = true;
+            continue;
+        }
+        if (!eq)
+            return usage(argv[0]);
+        *eq = '\0';
+        int k = web_param_find(argv[i]);
+        char *end;
+        double v = strtod(eq + 1, &end);
+        if (k < 0 || end == eq + 1 || *end)
+            return usage(argv[0]);
+        params[k] = v;
+    }
+    struct web_engine *e;
+    int rc = web_engine_new(params, &e);
+    if (rc) {
+        fprintf(stderr, "vsim: parameters refused: %s\n", tide_strerror(rc));
+        return 1;
+    }
+    if (heads)
+        puts(web_row_heads());
+    web_engine_run(e, INT64_MAX);
+    char text[WEB_ROW_TEXT];
+    for (int64_t i = 0; web_engine_row(e, i); i++) {
+        web_row_text(web_engine_row(e, i), text);
+        puts(text);
+    }
+    web_engine_free(e);
+    return 0;
+}
