@@ -6,6 +6,8 @@
  * start a make, wait, retry later, or refuse. Only as many makes run for
  * waiters as there are waiters without one, so a waiter that leaves passes
  * its make on to the next instead of holding a place back. */
+#include <stdio.h>
+
 #include "evloop_internal.h"
 
 void tide__serve_schedule(struct tide_evpool *p)
@@ -110,6 +112,35 @@ static struct tide_acquire *first_uncovered(struct tide_evpool *p)
     return w;
 }
 
+/* What a refused caller reads: who refused, and for an open breaker the
+ * failure that opened it and when it probes again, so the error says why
+ * rather than only that. NULL: the code's own sentence says it all. The
+ * text goes to buf, which the answer copies at once. */
+static const char *refusal_message(const struct tide_evpool *p,
+                                   enum tide_guard g, int64_t retry, char *buf,
+                                   size_t len)
+{
+    static const char *const why[] = {
+        [TIDE_GUARD_BREAKER] = "refused at once: the breaker is open",
+        [TIDE_GUARD_SHEDDER] = "refused at once: the host is shedding load "
+                               "(the event loop lags)",
+        [TIDE_GUARD_MEMORY] = "refused at once: the pool could not grow its "
+                              "books (out of memory)",
+    };
+    if ((size_t)g >= sizeof why / sizeof why[0] || !why[g])
+        return NULL;
+    /* the failure named is the last make's, while makes still fail */
+    if (g != TIDE_GUARD_BREAKER || !p->make_error || !p->last_message)
+        return why[g];
+    char when[64] = "";
+    if (retry > 0)
+        snprintf(when, sizeof when, "; it probes again in %lld ms",
+                 (long long)((retry + TIDE_MS(1) - 1) / TIDE_MS(1)));
+    snprintf(buf, len, "%s after failures (the last: %s)%s", why[g],
+             p->last_message, when);
+    return buf;
+}
+
 /* A refusal goes to the oldest waiter with no make coming for it, not to the
  * head: a head waiting on a make (a breaker's probe, say) keeps its place and
  * gets that make's answer, rather than a later caller taking it past it.
@@ -126,7 +157,9 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
                         ? tide_breaker_retry_after(p->breaker, p->now)
                         : 0;
     p->counters.shed++;
-    tide__waiter_answer(p, w, status, NULL, t.guard, retry, NULL);
+    char text[512];
+    tide__waiter_answer(p, w, status, NULL, t.guard, retry,
+                        refusal_message(p, t.guard, retry, text, sizeof text));
     return true;
 }
 

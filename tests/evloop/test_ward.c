@@ -69,6 +69,10 @@ START_TEST(strikes_open_the_breaker_and_refuse_queued_waiters)
         ck_assert_int_eq(a[i]->status, TIDE_EUNAVAILABLE);
         ck_assert_int_eq(a[i]->guard, TIDE_GUARD_BREAKER);
         ck_assert_int_eq(a[i]->make_error, fx->fail_code);
+        /* the sentence says why: the failure behind it, and when */
+        ck_assert_ptr_nonnull(strstr(a[i]->message, "breaker is open"));
+        ck_assert_ptr_nonnull(strstr(a[i]->message, "scripted failure"));
+        ck_assert_ptr_nonnull(strstr(a[i]->message, "probes again in"));
         /* the rest of the cooldown: when a retry may get through */
         ck_assert_int_gt(a[i]->retry_after, TIDE_SEC(9));
         ck_assert_int_le(a[i]->retry_after, TIDE_SEC(10));
