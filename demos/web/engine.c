@@ -121,6 +121,16 @@ enum tide_breaker_state web_engine_breaker(struct web_engine *e)
     return b ? tide_breaker_state(b) : TIDE_BREAKER_ACTIVE;
 }
 
+enum web_phase web_engine_phase(const struct web_engine *e)
+{
+    return phase_at(e, e->now);
+}
+
+int64_t web_engine_retry_after(struct web_engine *e)
+{
+    return tide_breaker_retry_after(tide_pool_breaker(e->pool), e->now);
+}
+
 int web_engine_refusal_pm(struct web_engine *e)
 {
     return (int)(tide_pool_refusal(e->pool, e->now) * 1000 + 0.5);
@@ -421,8 +431,7 @@ static void close_row(struct web_engine *e)
     r->waiting = e->waiting;
     r->p99 = web_waits_quantile(&e->waits, e->now / TIDE_SEC(1) - 1, 99);
     r->refusal_pm = web_engine_refusal_pm(e);
-    r->retry_after =
-        tide_breaker_retry_after(tide_pool_breaker(e->pool), e->now);
+    r->retry_after = web_engine_retry_after(e);
     e->rows[e->n_rows++] = *r;
     enum tide_breaker_state b = web_engine_breaker(e);
     *r = (struct web_row){.trail = {b}, .n_trail = 1};

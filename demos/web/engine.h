@@ -114,6 +114,11 @@ void web_engine_live(const struct web_engine *e, int64_t *lent, int64_t *idle,
                      int64_t *waiting);
 /* The breaker's state now (ACTIVE without one). */
 enum tide_breaker_state web_engine_breaker(struct web_engine *e);
+/* The phase in force now. */
+enum web_phase web_engine_phase(const struct web_engine *e);
+/* While the breaker is INACTIVE, ns until it lets a probe through (its own
+ * retry_after); 0 otherwise. */
+int64_t web_engine_retry_after(struct web_engine *e);
 /* The breaker's refused share of new makes now, per mille (0 without one). */
 int web_engine_refusal_pm(struct web_engine *e);
 

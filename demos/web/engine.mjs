@@ -55,7 +55,7 @@ export class Engine {
       this.fields.push(cString(ex, ex.row_field_name(i)));
     this.rowBuf = ex.malloc(8 * this.fields.length);
     this.textBuf = ex.malloc(ex.row_text_size());
-    this.liveBuf = ex.malloc(8 * 5);
+    this.liveBuf = ex.malloc(8 * 7);
     this.rows = 0;
   }
 
@@ -96,12 +96,12 @@ export class Engine {
   }
 
   // The pool now: lent, idle, waiting, breaker state, refused share (per
-  // mille).
+  // mille), phase, the breaker's retry_after (ns).
   live() {
     this.ex.engine_live(this.ptr, this.liveBuf);
-    const v = new Float64Array(this.ex.memory.buffer, this.liveBuf, 5);
+    const v = new Float64Array(this.ex.memory.buffer, this.liveBuf, 7);
     return { lent: v[0], idle: v[1], waiting: v[2], breaker: v[3],
-      refusal_pm: v[4] };
+      refusal_pm: v[4], phase: v[5], retry_after_ns: v[6] };
   }
 
   free() {

@@ -86,8 +86,8 @@ double web_wasm_engine_decisions(struct web_engine *e)
     return (double)web_engine_decisions(e);
 }
 
-/* Now: lent, idle, waiting, the breaker's state and its refused share
- * (per mille), into out[5]. */
+/* Now: lent, idle, waiting, the breaker's state, its refused share (per
+ * mille), the phase and the breaker's retry_after (ns), into out[7]. */
 EXPORT("engine_live")
 void web_wasm_engine_live(struct web_engine *e, double *out)
 {
@@ -98,6 +98,8 @@ void web_wasm_engine_live(struct web_engine *e, double *out)
     out[2] = (double)waiting;
     out[3] = (double)web_engine_breaker(e);
     out[4] = (double)web_engine_refusal_pm(e);
+    out[5] = (double)web_engine_phase(e);
+    out[6] = (double)web_engine_retry_after(e);
 }
 
 EXPORT("row_field_count") int web_row_field_count(void)
