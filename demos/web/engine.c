@@ -383,9 +383,13 @@ static void acquire(struct web_engine *e)
         e->head = w;
     e->tail = w;
     e->waiting++;
-    schedule(e, e->now + ms(e->params[WEB_P_ACQUIRE_TIMEOUT_MS]),
-             WEB_EV_TIMEOUT, w, x->gen, false);
+    uint32_t gen = x->gen;
     serve(e);
+    /* most callers are served at once: only one left waiting needs its
+     * timeout on the queue, which keeps the event heap small */
+    if (x->live && x->gen == gen)
+        schedule(e, e->now + ms(e->params[WEB_P_ACQUIRE_TIMEOUT_MS]),
+                 WEB_EV_TIMEOUT, w, gen, false);
 }
 
 /* ---- the server cuts connections ---- */

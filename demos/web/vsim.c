@@ -1,8 +1,10 @@
 /* The virtual-time simulator, native: runs the engine to its end and prints
  * its rows, as fast as the machine goes (thousands of times real time).
  *
- *   vsim [--heads] [name=value ...]
+ *   vsim [--heads] [--bench] [name=value ...]
  *
+ * --bench prints, instead of the rows, how many decisions the core made
+ * (take, made, give, ...) and how fast, against the wall clock.
  * Each name=value sets one of the engine's parameters (engine.h, params.c:
  * seed=7 size=12 outage_start_s=10 ...). The rows are the bytes the wasm
  * build gives for the same parameters: the differential test compares
@@ -10,12 +12,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine.h"
 
+/* C11's clock, so the program needs no POSIX feature macro. */
+static double wall_seconds(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--heads] [name=value ...]\nnames:", argv0);
+    fprintf(stderr,
+            "usage: %s [--heads] [--bench] [name=value ...]\nnames:", argv0);
     for (int i = 0; web_param_name(i); i++)
         fprintf(stderr, " %s", web_param_name(i));
     fputc('\n', stderr);
@@ -26,11 +38,15 @@ int main(int argc, char **argv)
 {
     double params[WEB_PARAMS];
     web_params_preset(params);
-    bool heads = false;
+    bool heads = false, bench = false;
     for (int i = 1; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
         if (!strcmp(argv[i], "--heads")) {
             heads = true;
+            continue;
+        }
+        if (!strcmp(argv[i], "--bench")) {
+            bench = true;
             continue;
         }
         if (!eq)
@@ -51,7 +67,17 @@ int main(int argc, char **argv)
     }
     if (heads)
         puts(web_row_heads());
+    double started = wall_seconds();
     web_engine_run(e, INT64_MAX);
+    double took = wall_seconds() - started;
+    if (bench) {
+        double decisions = (double)web_engine_decisions(e);
+        printf("native: %.0f decisions in %.3f s: %.0f decisions/s, %.0fx "
+               "real time\n",
+               decisions, took, decisions / took, params[WEB_P_SECONDS] / took);
+        web_engine_free(e);
+        return 0;
+    }
     char text[WEB_ROW_TEXT];
     for (int64_t i = 0; web_engine_row(e, i); i++) {
         web_row_text(web_engine_row(e, i), text);
