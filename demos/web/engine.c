@@ -651,13 +651,24 @@ static int open_pool(struct web_engine *e)
     return tide_pool_new(&limits, &ward, 0, &e->pool);
 }
 
-/* Bounds the engine holds a run to: its books are allocated once. */
+/* Bounds the engine holds a run to: its books are allocated once, and
+ * every span turned into ns must fit an int64_t (a double out of an
+ * integer's range does not convert: in wasm it would trap). NaN fails
+ * every compare. */
 static bool in_range(const double *p)
 {
+    for (int i = 0; i < WEB_PARAMS; i++) {
+        const char *name = web_param_name(i);
+        size_t len = strlen(name);
+        bool seconds = len > 2 && !strcmp(name + len - 2, "_s");
+        if (!(p[i] >= 0 && p[i] <= (seconds ? 1e6 : 1e9)))
+            return false;
+    }
     return p[WEB_P_SIZE] >= 1 && p[WEB_P_SIZE] <= MAX_SIZE &&
            p[WEB_P_QUEUE_MAX] >= 1 && p[WEB_P_QUEUE_MAX] <= MAX_QUEUE &&
            p[WEB_P_SECONDS] >= 1 && p[WEB_P_SECONDS] <= MAX_SECONDS &&
-           p[WEB_P_MIN] >= 0 && p[WEB_P_MIN] <= p[WEB_P_SIZE] &&
+           p[WEB_P_MIN] <= p[WEB_P_SIZE] &&
+           (p[WEB_P_IDLE] == 0 || p[WEB_P_MIN] <= p[WEB_P_IDLE]) &&
            p[WEB_P_RATE_CALM] >= 0 && p[WEB_P_RATE_BURST] >= 0 &&
            p[WEB_P_RATE_CALM] <= 1e6 && p[WEB_P_RATE_BURST] <= 1e6 &&
            p[WEB_P_SERVICE_MS] >= 0 && p[WEB_P_CONNECT_MS] >= 0 &&
