@@ -1,0 +1,72 @@
+/* demos/proxy: an HTTP/1.1 reverse proxy on a tidepool group.
+ *
+ * Clients connect to the proxy's listener and are kept alive; each request
+ * is read whole (head and body, Content-Length or chunked), sent upstream
+ * on a connection lent by the group (one pool per upstream, picked with
+ * tide_pick), and its response is streamed back framed as it came
+ * (Content-Length), or chunked (chunked or until-close bodies), or with no
+ * body at all (HEAD, 1xx, 204, 304). The upstream connection goes back to
+ * its pool only when the response is complete; an upstream `Connection:
+ * close`, an until-close body or anything left half done discards it.
+ * Hop-by-hop headers are removed both ways and X-Forwarded-For is added.
+ * Parsing is libhttp-parser's.
+ *
+ * Errors: a group acquire that fails with TIDE_ETIMEDOUT answers 504,
+ * TIDE_EUNAVAILABLE (breaker open, shed) 503 with Retry-After from the
+ * pool's retry time, anything else (cannot connect) 502 with the cause in
+ * the body. A request whose connection fails before any response byte
+ * came (an upstream that closed a kept connection just as we wrote) is
+ * sent once more on another connection when its method is idempotent,
+ * never for POST or PATCH.
+ *
+ * GET /_tidepool/stats answers every upstream's pool stats as JSON,
+ * /_tidepool/stats?format=prometheus as Prometheus text.
+ *
+ * One proxy belongs to one event_base and its thread. SIGPIPE must be
+ * ignored by the program.
+ */
+#ifndef TIDEPOOL_DEMO_PROXY_H
+#define TIDEPOOL_DEMO_PROXY_H
+
+#include <stdint.h>
+#include <tidepool/group.h>
+
+struct event_base;
+struct px;
+
+struct px_options {
+    const char *listen_host;  /* an IP literal; preset 127.0.0.1 */
+    int listen_port;          /* 0: any free port (see px_port) */
+    int64_t acquire_timeout;  /* ns; preset 5 s */
+    int64_t response_timeout; /* ns of upstream silence; preset 30 s */
+    size_t max_body;          /* request body bytes at most; preset 64 MiB */
+};
+
+/* Creates a proxy listening on o's address, serving through `group`
+ * (borrowed; must outlive the proxy). 0, or -1 with errno-like failure
+ * (cannot bind). */
+int px_new(struct event_base *base, struct tide_group *group,
+           const struct px_options *o, struct px **out);
+
+/* The port it listens on. */
+int px_port(const struct px *p);
+
+/* Stops listening and closes every client connection; lent upstream
+ * connections are discarded (half a response in them). */
+void px_free(struct px *p);
+
+struct px_stats {
+    uint64_t requests;  /* requests read from clients */
+    uint64_t responses; /* responses completed to clients */
+    uint64_t retries;   /* requests sent again after a stale connection */
+    uint64_t errors_502;
+    uint64_t errors_503;
+    uint64_t errors_504;
+    uint64_t aborted;   /* clients gone mid-response */
+    uint64_t discarded; /* upstream connections discarded */
+    int64_t clients;    /* client connections open */
+};
+
+void px_stats(const struct px *p, struct px_stats *out);
+
+#endif

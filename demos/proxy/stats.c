@@ -1,0 +1,110 @@
+/* The stats page, built from tide_group_stats and each upstream's
+ * tide_evpool_stats. */
+#include "stats.h"
+
+#include <event2/buffer.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+/* The counters shown for each pool, by name, read from the stats. */
+#define POOL_FIELDS(X)                                                         \
+    X(live, PRId64, int64_t)                                                   \
+    X(idle, PRId64, int64_t)                                                   \
+    X(lent, PRId64, int64_t)                                                   \
+    X(making, PRId64, int64_t)                                                 \
+    X(waiting, PRId64, int64_t)                                                \
+    X(made, PRIu64, uint64_t)                                                  \
+    X(destroyed, PRIu64, uint64_t)                                             \
+    X(make_failures, PRIu64, uint64_t)                                         \
+    X(timeouts, PRIu64, uint64_t)                                              \
+    X(shed, PRIu64, uint64_t)                                                  \
+    X(lost, PRIu64, uint64_t)                                                  \
+    X(acquires, PRIu64, uint64_t)                                              \
+    X(dirty, PRIu64, uint64_t)                                                 \
+    X(recent_p50, PRId64, int64_t)                                             \
+    X(recent_p99, PRId64, int64_t)
+
+static const char *state_name(enum tide_breaker_state s)
+{
+    return s == TIDE_BREAKER_INACTIVE     ? "open"
+           : s == TIDE_BREAKER_RECOVERING ? "recovering"
+                                          : "closed";
+}
+
+static void json_pool(struct evbuffer *b, const struct tide_evpool_stats *s)
+{
+    evbuffer_add_printf(b, "{\"breaker\":\"%s\",\"refusal\":%.4f",
+                        state_name(s->breaker), s->refusal);
+#define X(name, fmt, type)                                                     \
+    evbuffer_add_printf(b, ",\"" #name "\":%" fmt, (type)s->name);
+    POOL_FIELDS(X)
+#undef X
+    evbuffer_add(b, "}", 1);
+}
+
+static void prom_pool(struct evbuffer *b, const char *upstream,
+                      const struct tide_evpool_stats *s)
+{
+    evbuffer_add_printf(b, "tidepool_breaker_open{upstream=\"%s\"} %d\n",
+                        upstream, s->breaker == TIDE_BREAKER_INACTIVE);
+#define X(name, fmt, type)                                                     \
+    evbuffer_add_printf(b, "tidepool_" #name "{upstream=\"%s\"} %" fmt "\n",   \
+                        upstream, (type)s->name);
+    POOL_FIELDS(X)
+#undef X
+}
+
+void px__stats_page(struct tide_group *g, struct evbuffer *out, bool prometheus,
+                    bool keep_alive)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return;
+    struct tide_group_stats gs;
+    tide_group_stats(g, &gs);
+    size_t n = tide_group_upstreams(g, NULL, 0);
+    struct tide_group_upstream **ups = calloc(n ? n : 1, sizeof *ups);
+    n = ups ? tide_group_upstreams(g, ups, n) : 0;
+    if (prometheus) {
+        evbuffer_add_printf(b,
+                            "tidepool_group_acquires %" PRIu64 "\n"
+                            "tidepool_group_served %" PRIu64 "\n"
+                            "tidepool_group_failed %" PRIu64 "\n"
+                            "tidepool_group_failovers %" PRIu64 "\n"
+                            "tidepool_group_lent %" PRId64 "\n",
+                            gs.acquires, gs.served, gs.failed, gs.failovers,
+                            gs.lent);
+        for (size_t i = 0; i < n; i++) {
+            struct tide_evpool_stats s;
+            tide_group_upstream_stats(ups[i], &s, NULL);
+            prom_pool(b, tide_group_upstream_name(ups[i]), &s);
+        }
+    } else {
+        evbuffer_add_printf(b,
+                            "{\"group\":{\"upstreams\":%" PRId64
+                            ",\"open\":%" PRId64 ",\"lent\":%" PRId64
+                            ",\"acquires\":%" PRIu64 ",\"served\":%" PRIu64
+                            ",\"failed\":%" PRIu64 ",\"failovers\":%" PRIu64
+                            "},\"upstreams\":[",
+                            gs.upstreams, gs.open, gs.lent, gs.acquires,
+                            gs.served, gs.failed, gs.failovers);
+        for (size_t i = 0; i < n; i++) {
+            struct tide_evpool_stats s;
+            tide_group_upstream_stats(ups[i], &s, NULL);
+            evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"pool\":", i ? "," : "",
+                                tide_group_upstream_name(ups[i]));
+            json_pool(b, &s);
+            evbuffer_add(b, "}", 1);
+        }
+        evbuffer_add(b, "]}\n", 3);
+    }
+    free(ups);
+    evbuffer_add_printf(
+        out,
+        "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
+        "Content-Length: %zu\r\n%s\r\n",
+        prometheus ? "text/plain; version=0.0.4" : "application/json",
+        evbuffer_get_length(b), keep_alive ? "" : "Connection: close\r\n");
+    evbuffer_add_buffer(out, b);
+    evbuffer_free(b);
+}

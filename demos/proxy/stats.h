@@ -1,0 +1,16 @@
+/* The proxy's stats page: every upstream's pool stats, as JSON or as
+ * Prometheus text. */
+#ifndef TIDEPOOL_DEMO_PROXY_STATS_H
+#define TIDEPOOL_DEMO_PROXY_STATS_H
+
+#include <stdbool.h>
+#include <tidepool/group.h>
+
+struct evbuffer;
+
+/* Appends a whole HTTP/1.1 200 response to out: the group's stats and each
+ * upstream's, JSON (or Prometheus text when prometheus). */
+void px__stats_page(struct tide_group *g, struct evbuffer *out, bool prometheus,
+                    bool keep_alive);
+
+#endif

@@ -1,0 +1,107 @@
+/* The proxy suite's harness: a real nginx started per test on 127.0.0.1
+ * with a config the test writes (its own prefix, pid file and temp paths;
+ * stopped by its pid), an in-process origin for what nginx cannot be told
+ * to do, the proxy itself on the test's loop, and blocking HTTP clients in
+ * threads while the loop runs. */
+#ifndef TIDEPOOL_TEST_PROXY_HARNESS_H
+#define TIDEPOOL_TEST_PROXY_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proxy.h"
+#include "runner.h"
+
+struct event_base;
+
+extern struct event_base *base;
+
+/* ---- nginx ---- */
+
+struct nginx {
+    pid_t pid;
+    int port;
+    char dir[64];
+};
+
+/* Whether nginx is installed; the binary exits 77 (SKIP) without it. */
+bool nginx_found(void);
+/* Starts nginx on port (0: a free one) serving files under its dir, with
+ * `extra` inside the http block (keepalive_timeout...). Waits until it
+ * accepts. Files: /f0 (0 B), /f1k (1 KiB), /f1m (1 MiB), /status. */
+void nginx_start(struct nginx *n, int port, const char *extra);
+void nginx_stop(struct nginx *n);
+/* Stops it (if running) and removes its directory. */
+void nginx_cleanup(struct nginx *n);
+/* stub_status accepts (direct, one connection of its own). */
+long nginx_accepts(const struct nginx *n);
+/* The bytes of one of its files. */
+const unsigned char *file_bytes(size_t size);
+
+/* ---- the in-process origin ---- */
+
+/* Echoes a request's body back. Query words: chunked (answer chunked),
+ * close (Connection: close), status=N (answer N, no body when 1xx, 204,
+ * 304), dropnext (answer, then close the connection unanswered when the
+ * next request on it arrives), stall (promise 1 MiB, send 1 KiB, hold).
+ * Headers X-Method, X-Forwarded-For-Seen and
+ * X-Hop-Seen (1 when a hop-by-hop header reached it) report what it got. */
+int origin_start(void);
+void origin_stop(void);
+
+/* ---- the proxy ---- */
+
+/* A group of TCP upstreams on the given ports, each a pool of `size` with
+ * a five-strikes breaker (cooldown 300 ms), and the proxy in front. */
+void proxy_start(const int *ports, int n, int size);
+void proxy_stop(void);
+extern struct px *proxy;
+extern struct tide_group *group;
+int proxy_port(void);
+
+/* ---- clients ---- */
+
+struct response {
+    int status;
+    bool keep_alive;
+    long content_length; /* -1 when absent */
+    bool chunked;
+    char retry_after[32];
+    char x_method[16];
+    char x_xff[64];
+    char x_hop[8];
+    char connection[32];
+    unsigned char *body; /* malloc'd */
+    size_t body_len;
+    bool complete; /* the message ended (not a cut connection) */
+};
+
+void response_dispose(struct response *r);
+
+/* Connects to 127.0.0.1:port (blocking). */
+int client_connect(int port);
+/* Sends raw bytes and reads one response (for HEAD, head_request). */
+bool client_exchange(int fd, const void *req, size_t len, bool head_request,
+                     struct response *out);
+/* A request with a body by Content-Length (chunked: in 3 chunks). */
+bool client_request(int fd, const char *method, const char *path,
+                    const void *body, size_t len, bool chunked,
+                    struct response *out);
+
+/* Runs fn(arg) in a thread while the loop runs; returns when it ends (or
+ * fails the test after ms). */
+void run_client(void (*fn)(void *), void *arg, int ms);
+/* Several at once. */
+void run_clients(void (*fn)(void *), void **args, int n, int ms);
+/* Runs the loop for ms. */
+void run_ms(int ms);
+
+/* Open file descriptors of this process. */
+int fds_open(void);
+
+void harness_setup(void);
+void harness_teardown(void);
+
+#endif

@@ -1,0 +1,629 @@
+/* tests for demos/proxy: the reverse proxy on a group, against a real
+ * nginx each test starts (and an in-process origin for echoing bodies,
+ * odd statuses and Connection: close). Without nginx the binary exits 77.
+ * Each test ends with the group closed, the loop run dry and no file
+ * descriptor left open. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct nginx ng[2];
+
+static void setup(void)
+{
+    memset(ng, 0, sizeof ng);
+    harness_setup();
+}
+
+static void teardown(void)
+{
+    harness_teardown();
+    for (int i = 0; i < 2; i++)
+        nginx_cleanup(&ng[i]);
+}
+
+static struct px_stats pstats(void)
+{
+    struct px_stats s;
+    px_stats(proxy, &s);
+    return s;
+}
+
+/* ---- bodies both ways ---- */
+
+struct static_job {
+    int port;
+    int failures;
+    char why[256];
+};
+
+#define FAIL(j, ...)                                                           \
+    do {                                                                       \
+        if (!(j)->failures++)                                                  \
+            snprintf((j)->why, sizeof(j)->why, __VA_ARGS__);                   \
+    } while (0)
+
+static void get_files(void *arg)
+{
+    struct static_job *j = arg;
+    int fd = client_connect(j->port);
+    const char *paths[3] = {"/f0", "/f1k", "/f1m"};
+    const size_t sizes[3] = {0, 1024, 1024 * 1024};
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 3; i++) {
+            struct response r;
+            if (!client_request(fd, "GET", paths[i], NULL, 0, false, &r))
+                FAIL(j, "GET %s: no response", paths[i]);
+            else if (r.status != 200 || r.body_len != sizes[i] ||
+                     (sizes[i] &&
+                      memcmp(r.body, file_bytes(sizes[i]), sizes[i]) != 0))
+                FAIL(j, "GET %s: status %d, %zu bytes", paths[i], r.status,
+                     r.body_len);
+            response_dispose(&r);
+            if (!client_request(fd, "HEAD", paths[i], NULL, 0, false, &r))
+                FAIL(j, "HEAD %s: no response", paths[i]);
+            else if (r.status != 200 || r.body_len != 0 ||
+                     r.content_length != (long)sizes[i])
+                FAIL(j, "HEAD %s: status %d, length %ld", paths[i], r.status,
+                     r.content_length);
+            response_dispose(&r);
+        }
+    }
+    close(fd);
+}
+
+START_TEST(get_and_head_from_nginx_are_byte_exact)
+{
+    nginx_start(&ng[0], 0, NULL);
+    proxy_start(&ng[0].port, 1, 4);
+    long before = nginx_accepts(&ng[0]);
+    struct static_job j = {.port = proxy_port()};
+    run_client(get_files, &j, 20000);
+    ck_assert_msg(j.failures == 0, "%s", j.why);
+    /* twelve exchanges in a row on one kept upstream connection (and the
+     * status page's own) */
+    ck_assert_int_eq(nginx_accepts(&ng[0]) - before, 2);
+    ck_assert_uint_eq(pstats().responses, 12);
+}
+END_TEST
+
+struct echo_job {
+    int port;
+    bool chunked_request;
+    const char *query; /* "" or "?chunked" */
+    int failures;
+    char why[256];
+};
+
+static void echo_bodies(void *arg)
+{
+    struct echo_job *j = arg;
+    int fd = client_connect(j->port);
+    const char *methods[2] = {"POST", "PUT"};
+    const size_t sizes[3] = {0, 1024, 1024 * 1024};
+    for (int m = 0; m < 2; m++) {
+        for (int i = 0; i < 3; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "/echo%s", j->query);
+            struct response r;
+            const unsigned char *body = file_bytes(sizes[i]);
+            if (!client_request(fd, methods[m], path, body, sizes[i],
+                                j->chunked_request, &r))
+                FAIL(j, "%s %zu: no response", methods[m], sizes[i]);
+            else if (r.status != 200 || r.body_len != sizes[i] ||
+                     (sizes[i] && memcmp(r.body, body, sizes[i]) != 0) ||
+                     strcmp(r.x_method, methods[m]) != 0)
+                FAIL(j, "%s %zu: status %d, %zu bytes back, method %s",
+                     methods[m], sizes[i], r.status, r.body_len, r.x_method);
+            else if (strcmp(j->query, "?chunked") == 0 &&
+                     (!r.chunked && sizes[i] > 0))
+                FAIL(j, "%s %zu: a chunked answer came unchunked", methods[m],
+                     sizes[i]);
+            else if (strcmp(r.x_xff, "127.0.0.1") != 0 ||
+                     strcmp(r.x_hop, "0") != 0)
+                FAIL(j, "%s: X-Forwarded-For '%s', hop-by-hop seen %s",
+                     methods[m], r.x_xff, r.x_hop);
+            response_dispose(&r);
+        }
+    }
+    close(fd);
+}
+
+START_TEST(post_and_put_bodies_go_both_ways_byte_exact)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 4);
+    struct echo_job plain = {.port = proxy_port(), .query = ""};
+    run_client(echo_bodies, &plain, 20000);
+    ck_assert_msg(plain.failures == 0, "%s", plain.why);
+    struct echo_job chunked_req = {
+        .port = proxy_port(), .query = "", .chunked_request = true};
+    run_client(echo_bodies, &chunked_req, 20000);
+    ck_assert_msg(chunked_req.failures == 0, "%s", chunked_req.why);
+    struct echo_job chunked_resp = {.port = proxy_port(), .query = "?chunked"};
+    run_client(echo_bodies, &chunked_resp, 20000);
+    ck_assert_msg(chunked_resp.failures == 0, "%s", chunked_resp.why);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    ck_assert_uint_eq(s.pools.made, 1); /* one connection did it all */
+}
+END_TEST
+
+struct raw_job {
+    int port;
+    const char *req;
+    bool head;
+    struct response r;
+    bool ok;
+};
+
+static void raw_exchange(void *arg)
+{
+    struct raw_job *j = arg;
+    int fd = client_connect(j->port);
+    j->ok = client_exchange(fd, j->req, strlen(j->req), j->head, &j->r);
+    close(fd);
+}
+
+START_TEST(hop_by_hop_headers_are_removed_and_xff_appended)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 2);
+    struct raw_job j = {
+        .port = proxy_port(),
+        .req = "GET /echo HTTP/1.1\r\nHost: t\r\nConnection: keep-alive, X-Hop"
+               "\r\nX-Hop: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\n"
+               "X-Forwarded-For: 10.0.0.1\r\n\r\n"};
+    run_client(raw_exchange, &j, 5000);
+    ck_assert(j.ok);
+    ck_assert_int_eq(j.r.status, 200);
+    ck_assert_str_eq(j.r.x_hop, "0");
+    ck_assert_str_eq(j.r.x_xff, "10.0.0.1, 127.0.0.1");
+    /* and the origin's Keep-Alive header does not reach the client */
+    response_dispose(&j.r);
+}
+END_TEST
+
+/* ---- statuses without a body ---- */
+
+struct status_job {
+    int port;
+    int failures;
+    char why[256];
+};
+
+static void no_body_statuses(void *arg)
+{
+    struct status_job *j = arg;
+    int fd = client_connect(j->port);
+    const int statuses[3] = {204, 304, 200};
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 3; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "/echo?status=%d", statuses[i]);
+            struct response r;
+            /* a body in the request: a 204 must not echo it */
+            if (!client_request(fd, "POST", path, "abc", 3, false, &r))
+                FAIL(j, "%d: no response", statuses[i]);
+            else if (r.status != statuses[i] ||
+                     r.body_len != (statuses[i] == 200 ? 3u : 0u))
+                FAIL(j, "%d: got %d with %zu bytes", statuses[i], r.status,
+                     r.body_len);
+            response_dispose(&r);
+        }
+    }
+    close(fd);
+}
+
+START_TEST(responses_204_and_304_have_no_body_and_keep_the_connection)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 2);
+    struct status_job j = {.port = proxy_port()};
+    run_client(no_body_statuses, &j, 10000);
+    ck_assert_msg(j.failures == 0, "%s", j.why);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    ck_assert_uint_eq(s.pools.made, 1);
+}
+END_TEST
+
+/* ---- Connection: close from the origin ---- */
+
+static void close_then_more(void *arg)
+{
+    struct status_job *j = arg;
+    int fd = client_connect(j->port);
+    for (int i = 0; i < 6; i++) {
+        struct response r;
+        const char *path = i % 2 ? "/echo" : "/echo?close";
+        if (!client_request(fd, "GET", path, NULL, 0, false, &r) ||
+            r.status != 200)
+            FAIL(j, "request %d: status %d", i, r.status);
+        else if (!r.keep_alive)
+            FAIL(j, "request %d: the client connection was closed", i);
+        response_dispose(&r);
+    }
+    close(fd);
+}
+
+START_TEST(origin_connection_close_discards_after_the_response)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 2);
+    struct status_job j = {.port = proxy_port()};
+    run_client(close_then_more, &j, 10000);
+    ck_assert_msg(j.failures == 0, "%s", j.why);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    /* each close answer ended its connection: 3 closes, so 3 or 4 made */
+    ck_assert_uint_ge(s.pools.made, 3);
+    ck_assert_uint_eq(pstats().discarded, 3);
+    ck_assert_uint_eq(pstats().errors_502, 0);
+}
+END_TEST
+
+/* ---- an origin closing idle connections ---- */
+
+struct idle_job {
+    int port;
+    int n;
+    int non_200;
+};
+
+static void requests_with_pauses(void *arg)
+{
+    struct idle_job *j = arg;
+    int fd = client_connect(j->port);
+    for (int i = 0; i < j->n; i++) {
+        struct response r;
+        if (!client_request(fd, "GET", "/f1k", NULL, 0, false, &r) ||
+            r.status != 200)
+            j->non_200++;
+        response_dispose(&r);
+        /* around nginx's 1 s keepalive_timeout, so some closes race the
+         * next request */
+        usleep(i % 2 ? 1000000 : 990000);
+    }
+    close(fd);
+}
+
+START_TEST(an_origin_closing_idle_connections_causes_no_502)
+{
+    nginx_start(&ng[0], 0, "keepalive_timeout 1s;");
+    proxy_start(&ng[0].port, 1, 2);
+    struct idle_job j = {.port = proxy_port(), .n = 4};
+    run_client(requests_with_pauses, &j, 20000);
+    ck_assert_int_eq(j.non_200, 0);
+    ck_assert_uint_eq(pstats().errors_502, 0);
+}
+END_TEST
+
+/* ---- a kept connection closed just as a request is written ---- */
+
+struct race_job {
+    int port;
+    int get_status;
+    int post_status;
+};
+
+static void stale_then_retry(void *arg)
+{
+    struct race_job *j = arg;
+    int fd = client_connect(j->port);
+    struct response r;
+    client_request(fd, "GET", "/echo?dropnext", NULL, 0, false, &r);
+    response_dispose(&r);
+    /* the kept connection will be closed by this request's arrival */
+    client_request(fd, "GET", "/echo", NULL, 0, false, &r);
+    j->get_status = r.status;
+    response_dispose(&r);
+    client_request(fd, "GET", "/echo?dropnext", NULL, 0, false, &r);
+    response_dispose(&r);
+    close(fd);
+    fd = client_connect(j->port);
+    client_request(fd, "POST", "/echo", "x", 1, false, &r);
+    j->post_status = r.status;
+    response_dispose(&r);
+    close(fd);
+}
+
+START_TEST(a_stale_connection_is_retried_for_get_and_never_for_post)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 1);
+    struct race_job j = {.port = proxy_port()};
+    run_client(stale_then_retry, &j, 10000);
+    ck_assert_int_eq(j.get_status, 200);
+    ck_assert_int_eq(j.post_status, 502);
+    ck_assert_uint_eq(pstats().retries, 1);
+}
+END_TEST
+
+/* ---- down, open, back ---- */
+
+struct seq_job {
+    int port;
+    int n;
+    int statuses[64];
+    char retry_after[64][32];
+    char first_body[256];
+};
+
+static void sequential_gets(void *arg)
+{
+    struct seq_job *j = arg;
+    for (int i = 0; i < j->n; i++) {
+        int fd = client_connect(j->port);
+        struct response r;
+        client_request(fd, "GET", "/f0", NULL, 0, false, &r);
+        j->statuses[i] = r.status;
+        snprintf(j->retry_after[i], sizeof j->retry_after[i], "%s",
+                 r.retry_after);
+        if (i == 0 && r.body)
+            snprintf(j->first_body, sizeof j->first_body, "%.*s",
+                     (int)r.body_len, (char *)r.body);
+        response_dispose(&r);
+        close(fd);
+    }
+}
+
+START_TEST(an_origin_down_answers_502_then_503_then_serves_when_back)
+{
+    ng[0].port = 0;
+    int port = 0;
+    {
+        /* a port with nothing on it, kept for nginx later */
+        struct nginx probe = {0};
+        nginx_start(&probe, 0, NULL);
+        port = probe.port;
+        nginx_cleanup(&probe);
+    }
+    proxy_start(&port, 1, 2);
+    struct seq_job j = {.port = proxy_port(), .n = 8};
+    run_client(sequential_gets, &j, 20000);
+    ck_assert_int_eq(j.statuses[0], 502);
+    ck_assert_msg(strstr(j.first_body, "refused") != NULL, "body: %s",
+                  j.first_body);
+    /* five strikes open the breaker: refused at once after that */
+    int first_503 = -1;
+    for (int i = 0; i < j.n; i++)
+        if (j.statuses[i] == 503 && first_503 < 0)
+            first_503 = i;
+    ck_assert_int_eq(first_503, 5);
+    ck_assert_str_eq(j.retry_after[5], "1");
+    nginx_start(&ng[0], port, NULL);
+    run_ms(400); /* the cooldown */
+    struct seq_job k = {.port = proxy_port(), .n = 3};
+    run_client(sequential_gets, &k, 10000);
+    for (int i = 0; i < k.n; i++)
+        ck_assert_int_eq(k.statuses[i], 200);
+}
+END_TEST
+
+/* ---- two upstreams, one killed under load ---- */
+
+struct load_job {
+    int port;
+    int n;
+    const char *path;
+    size_t size;
+    int bad;
+    int done;
+    char why[128];
+};
+
+static void load(void *arg)
+{
+    struct load_job *j = arg;
+    int fd = client_connect(j->port);
+    for (int i = 0; i < j->n; i++) {
+        struct response r;
+        if (fd < 0 || !client_request(fd, "GET", j->path, NULL, 0, false, &r)) {
+            j->bad++;
+            if (fd >= 0)
+                close(fd);
+            fd = client_connect(j->port);
+            continue;
+        }
+        if (r.status != 200 || r.body_len != j->size ||
+            (j->size && memcmp(r.body, file_bytes(j->size), j->size) != 0)) {
+            if (!j->bad)
+                snprintf(j->why, sizeof j->why, "status %d, %zu bytes",
+                         r.status, r.body_len);
+            j->bad++;
+        }
+        j->done++;
+        response_dispose(&r);
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+START_TEST(one_of_two_upstreams_killed_mid_load_moves_traffic_to_the_other)
+{
+    nginx_start(&ng[0], 0, NULL);
+    nginx_start(&ng[1], 0, NULL);
+    int ports[2] = {ng[0].port, ng[1].port};
+    proxy_start(ports, 2, 4);
+    long before1 = nginx_accepts(&ng[1]);
+    struct load_job jobs[4];
+    void *args[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (struct load_job){
+            .port = proxy_port(), .n = 400, .path = "/f1k", .size = 1024};
+        args[i] = &jobs[i];
+    }
+    struct load_job first[4];
+    void *fargs[4];
+    for (int i = 0; i < 4; i++) {
+        first[i] = (struct load_job){
+            .port = proxy_port(), .n = 100, .path = "/f1k", .size = 1024};
+        fargs[i] = &first[i];
+    }
+    run_clients(load, fargs, 4, 20000);
+    nginx_stop(&ng[0]);
+    run_clients(load, args, 4, 30000);
+    int bad = 0;
+    for (int i = 0; i < 4; i++)
+        bad += first[i].bad + jobs[i].bad;
+    ck_assert_msg(bad == 0, "%d bad answers (%s)", bad, jobs[0].why);
+    /* after the kill the other one carried everything */
+    ck_assert_int_gt(nginx_accepts(&ng[1]) - before1, 0);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    ck_assert_uint_eq(s.served, 2000);
+}
+END_TEST
+
+/* ---- a client gone mid-response ---- */
+
+struct abort_job {
+    int port;
+    bool after_ok;
+};
+
+static void read_a_little_then_go(void *arg)
+{
+    struct abort_job *j = arg;
+    int fd = client_connect(j->port);
+    const char *req = "GET /echo?stall HTTP/1.1\r\nHost: t\r\n\r\n";
+    (void)!write(fd, req, strlen(req));
+    char buf[512];
+    (void)!read(fd, buf, sizeof buf); /* the head and a little body */
+    close(fd);                        /* the rest never comes */
+    usleep(100000);
+    fd = client_connect(j->port);
+    struct response r;
+    j->after_ok =
+        client_request(fd, "PUT", "/echo", file_bytes(1024), 1024, false, &r) &&
+        r.status == 200 && r.body_len == 1024 &&
+        memcmp(r.body, file_bytes(1024), 1024) == 0;
+    response_dispose(&r);
+    close(fd);
+}
+
+START_TEST(a_client_gone_mid_response_discards_the_upstream_connection)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 1);
+    struct abort_job j = {.port = proxy_port()};
+    run_client(read_a_little_then_go, &j, 10000);
+    ck_assert(j.after_ok);
+    ck_assert_uint_eq(pstats().aborted, 1);
+    ck_assert_uint_eq(pstats().discarded, 1);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    ck_assert_uint_eq(s.pools.made, 2); /* never reused half-read */
+    ck_assert_int_eq(s.lent, 0);
+}
+END_TEST
+
+/* ---- 10,000 requests ---- */
+
+START_TEST(ten_thousand_requests_through_two_pools_of_four)
+{
+    nginx_start(&ng[0], 0, NULL);
+    nginx_start(&ng[1], 0, NULL);
+    int ports[2] = {ng[0].port, ng[1].port};
+    proxy_start(ports, 2, 4);
+    long before = nginx_accepts(&ng[0]) + nginx_accepts(&ng[1]);
+    enum { CLIENTS = 10 };
+    struct load_job jobs[CLIENTS];
+    void *args[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) {
+        jobs[i] = (struct load_job){.port = proxy_port(),
+                                    .n = 1000,
+                                    .path = i % 2 ? "/f1k" : "/f0",
+                                    .size = i % 2 ? 1024 : 0};
+        args[i] = &jobs[i];
+    }
+    run_clients(load, args, CLIENTS, 120000);
+    int done = 0, bad = 0;
+    for (int i = 0; i < CLIENTS; i++) {
+        done += jobs[i].done;
+        bad += jobs[i].bad;
+    }
+    ck_assert_int_eq(done, 10000);
+    ck_assert_int_eq(bad, 0);
+    /* the two status requests after are connections of their own */
+    long opened = nginx_accepts(&ng[0]) + nginx_accepts(&ng[1]) - before - 2;
+    ck_assert_msg(opened <= 8, "%ld upstream connections opened", opened);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    ck_assert_int_le((long)s.pools.made, 8);
+}
+END_TEST
+
+/* ---- the stats page ---- */
+
+START_TEST(the_stats_page_lists_every_upstream)
+{
+    nginx_start(&ng[0], 0, NULL);
+    int port = origin_start();
+    int ports[2] = {ng[0].port, port};
+    proxy_start(ports, 2, 2);
+    struct raw_job j = {.port = proxy_port(),
+                        .req = "GET /_tidepool/stats HTTP/1.1\r\nHost: t\r\n"
+                               "\r\n"};
+    run_client(raw_exchange, &j, 5000);
+    ck_assert(j.ok);
+    ck_assert_int_eq(j.r.status, 200);
+    j.r.body[j.r.body_len] = '\0';
+    char name[64];
+    snprintf(name, sizeof name, "\"name\":\"127.0.0.1:%d\"", ng[0].port);
+    ck_assert_msg(strstr((char *)j.r.body, name), "%s", j.r.body);
+    snprintf(name, sizeof name, "\"name\":\"127.0.0.1:%d\"", port);
+    ck_assert_msg(strstr((char *)j.r.body, name), "%s", j.r.body);
+    response_dispose(&j.r);
+    struct raw_job p = {.port = proxy_port(),
+                        .req = "GET /_tidepool/stats?format=prometheus "
+                               "HTTP/1.1\r\nHost: t\r\n\r\n"};
+    run_client(raw_exchange, &p, 5000);
+    ck_assert(p.ok);
+    p.r.body[p.r.body_len] = '\0';
+    snprintf(name, sizeof name, "tidepool_made{upstream=\"127.0.0.1:%d\"}",
+             port);
+    ck_assert_msg(strstr((char *)p.r.body, name), "%s", p.r.body);
+    response_dispose(&p.r);
+}
+END_TEST
+
+static Suite *proxy_suite(void)
+{
+    Suite *s = suite_create("proxy");
+    TCase *tc = tcase_create("proxy");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 150);
+    tcase_add_test(tc, get_and_head_from_nginx_are_byte_exact);
+    tcase_add_test(tc, post_and_put_bodies_go_both_ways_byte_exact);
+    tcase_add_test(tc, hop_by_hop_headers_are_removed_and_xff_appended);
+    tcase_add_test(tc,
+                   responses_204_and_304_have_no_body_and_keep_the_connection);
+    tcase_add_test(tc, origin_connection_close_discards_after_the_response);
+    tcase_add_test(tc, an_origin_closing_idle_connections_causes_no_502);
+    tcase_add_test(tc,
+                   a_stale_connection_is_retried_for_get_and_never_for_post);
+    tcase_add_test(tc,
+                   an_origin_down_answers_502_then_503_then_serves_when_back);
+    tcase_add_test(
+        tc, one_of_two_upstreams_killed_mid_load_moves_traffic_to_the_other);
+    tcase_add_test(tc,
+                   a_client_gone_mid_response_discards_the_upstream_connection);
+    tcase_add_test(tc, ten_thousand_requests_through_two_pools_of_four);
+    tcase_add_test(tc, the_stats_page_lists_every_upstream);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (!nginx_found()) {
+        printf("SKIP: no nginx (apt-get install nginx-light)\n");
+        return 77;
+    }
+    return tide_test_run(proxy_suite());
+}
