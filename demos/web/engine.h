@@ -128,6 +128,14 @@ int web_engine_refusal_pm(struct web_engine *e);
  * engine's own, so both builds print alike. */
 #define WEB_ROW_TEXT 160
 size_t web_row_text(const struct web_row *r, char *buf);
+/* A row's fields as numbers, in a fixed order (fields.c names them), for
+ * whoever shows more than the text: the page's boards. */
+#define WEB_ROW_FIELDS 22
+/* Field i's name ("made", "bucket_span_ns"), or NULL past the last. */
+const char *web_row_field_name(int i);
+/* Row r's fields into out[WEB_ROW_FIELDS]. */
+void web_row_values(const struct web_row *r, int64_t *out);
+
 /* The column heads for web_row_text. Static storage. */
 const char *web_row_heads(void);
 

@@ -1,10 +1,11 @@
 /* The virtual-time simulator, native: runs the engine to its end and prints
  * its rows, as fast as the machine goes (thousands of times real time).
  *
- *   vsim [--heads] [--bench] [name=value ...]
+ *   vsim [--heads] [--fields] [--bench] [name=value ...]
  *
- * --bench prints, instead of the rows, how many decisions the core made
- * (take, made, give, ...) and how fast, against the wall clock.
+ * --fields prints after each row its fields by name (name=value ...), as
+ * the page reads them. --bench prints, instead of the rows, how many decisions
+ * the core made (take, made, give, ...) and how fast, against the wall clock.
  * Each name=value sets one of the engine's parameters (engine.h, params.c:
  * seed=7 size=12 outage_start_s=10 ...). The rows are the bytes the wasm
  * build gives for the same parameters: the differential test compares
@@ -24,10 +25,21 @@ static double wall_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static void print_fields(const struct web_row *r)
+{
+    int64_t v[WEB_ROW_FIELDS];
+    web_row_values(r, v);
+    for (int k = 0; k < WEB_ROW_FIELDS; k++)
+        printf("%s%s=%lld", k ? " " : "", web_row_field_name(k),
+               (long long)v[k]);
+    putchar('\n');
+}
+
 static int usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s [--heads] [--bench] [name=value ...]\nnames:", argv0);
+            "usage: %s [--heads] [--fields] [--bench] [name=value ...]\nnames:",
+            argv0);
     for (int i = 0; web_param_name(i); i++)
         fprintf(stderr, " %s", web_param_name(i));
     fputc('\n', stderr);
@@ -38,11 +50,15 @@ int main(int argc, char **argv)
 {
     double params[WEB_PARAMS];
     web_params_preset(params);
-    bool heads = false, bench = false;
+    bool heads = false, bench = false, fields = false;
     for (int i = 1; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
         if (!strcmp(argv[i], "--heads")) {
             heads = true;
+            continue;
+        }
+        if (!strcmp(argv[i], "--fields")) {
+            fields = true;
             continue;
         }
         if (!strcmp(argv[i], "--bench")) {
@@ -82,6 +98,8 @@ int main(int argc, char **argv)
     for (int64_t i = 0; web_engine_row(e, i); i++) {
         web_row_text(web_engine_row(e, i), text);
         puts(text);
+        if (fields)
+            print_fields(web_engine_row(e, i));
     }
     web_engine_free(e);
     return 0;

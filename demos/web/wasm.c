@@ -11,18 +11,6 @@
 
 #define EXPORT(name) __attribute__((export_name(name)))
 
-/* The fields tide_web_row_values writes, in this order; their names, so the
- * page needs no copy of the list. */
-static const char *const row_fields[] = {
-    "second",          "phase",          "lent",       "idle",
-    "waiting",         "p99_ns",         "refusal_pm", "bucket_span_ns",
-    "backoff_span_ns", "retry_after_ns", "made",       "make_failures",
-    "timeouts",        "queue_full",     "shed",       "served",
-    "shed_breaker",    "shed_shedder",   "shed_other", "later_bucket",
-    "later_backoff",   "breaker_last",
-};
-#define ROW_FIELDS (int)(sizeof row_fields / sizeof row_fields[0])
-
 EXPORT("malloc") void *web_malloc(size_t n)
 {
     return malloc(n);
@@ -102,38 +90,27 @@ void web_wasm_engine_live(struct web_engine *e, double *out)
     out[6] = (double)web_engine_retry_after(e);
 }
 
-EXPORT("row_field_count") int web_row_field_count(void)
+EXPORT("row_field_count") int web_wasm_row_field_count(void)
 {
-    return ROW_FIELDS;
+    return WEB_ROW_FIELDS;
 }
 
-EXPORT("row_field_name") const char *web_row_field_name(int i)
+EXPORT("row_field_name") const char *web_wasm_row_field_name(int i)
 {
-    return i >= 0 && i < ROW_FIELDS ? row_fields[i] : NULL;
+    return web_row_field_name(i);
 }
 
-/* Row i's fields into out[row_field_count()]; 0, or -1 past the last. */
+/* Row i's fields (fields.c) into out[row_field_count()]; 0, or -1 past the
+ * last. */
 EXPORT("row_values")
-int web_row_values(struct web_engine *e, int i, double *out)
+int web_wasm_row_values(struct web_engine *e, int i, double *out)
 {
     const struct web_row *r = web_engine_row(e, i);
     if (!r)
         return -1;
-    const int64_t v[] = {
-        r->second,        r->phase,
-        r->lent,          r->idle,
-        r->waiting,       r->p99,
-        r->refusal_pm,    r->bucket_span,
-        r->backoff_span,  r->retry_after,
-        r->made,          r->make_failures,
-        r->timeouts,      r->queue_full,
-        r->shed,          r->served,
-        r->shed_breaker,  r->shed_shedder,
-        r->shed_other,    r->later_bucket,
-        r->later_backoff, r->trail[r->n_trail - 1],
-    };
-    _Static_assert(sizeof v / sizeof v[0] == ROW_FIELDS, "one per field");
-    for (int k = 0; k < ROW_FIELDS; k++)
+    int64_t v[WEB_ROW_FIELDS];
+    web_row_values(r, v);
+    for (int k = 0; k < WEB_ROW_FIELDS; k++)
         out[k] = (double)v[k];
     return 0;
 }

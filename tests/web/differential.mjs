@@ -1,6 +1,7 @@
 // The differential test: for fixed seeds and scenarios, the engine built to
 // wasm (run here, in node) and the native engine (vsim) print the same rows,
-// byte for byte.
+// byte for byte, and every field of every row (what the page's boards show)
+// alike too.
 //
 //   node differential.mjs VSIM ENGINE.wasm
 //
@@ -26,22 +27,27 @@ const ex = await loadModule(readFileSync(wasm));
 
 let failed = 0;
 for (const s of SCENARIOS) {
-  const native = execFileSync(vsim, args(s), { encoding: 'utf8' });
+  const native = execFileSync(vsim, ['--fields', ...args(s)],
+    { encoding: 'utf8' });
   const e = new Engine(ex, s);
   // in uneven steps, as the page runs it: rows do not depend on the steps
   for (let t = 0; !e.done(); t += 333333337) e.run(t);
   const lines = [];
-  for (let i = 0; i < e.rows; i++) lines.push(e.rowText(i) + '\n');
+  for (let i = 0; i < e.rows; i++) {
+    lines.push(e.rowText(i) + '\n');
+    const r = e.row(i);
+    lines.push(e.fields.map((f) => `${f}=${r[f]}`).join(' ') + '\n');
+  }
   e.free();
   const fromWasm = lines.join('');
   const name = args(s).join(' ');
   if (fromWasm === native && lines.length > 0) {
-    console.log(`ok: ${name}: ${lines.length} rows alike`);
+    console.log(`ok: ${name}: ${lines.length / 2} rows and their fields alike`);
     continue;
   }
   failed++;
   const a = native.split('\n'), b = fromWasm.split('\n');
   const i = a.findIndex((line, k) => line !== b[k]);
-  console.log(`FAIL: ${name}: row ${i + 1} differs\n  native: ${a[i]}\n  wasm:   ${b[i]}`);
+  console.log(`FAIL: ${name}: line ${i + 1} differs\n  native: ${a[i]}\n  wasm:   ${b[i]}`);
 }
 process.exit(failed ? 1 : 0);
