@@ -2,10 +2,12 @@
  *
  *   proxy --listen 127.0.0.1:8080 --upstream 127.0.0.1:9001
  *         [--upstream tls://host:port ...] [--pool-size N] [--cap N]
- *         [--acquire-timeout MS] [--ca FILE] [--insecure]
+ *         [--acquire-timeout MS] [--keep SECONDS] [--ca FILE] [--insecure]
  *
- * Upstreams are IP literals or names (resolved by the TCP factory). SIGINT
- * or SIGTERM closes the group and ends the program once it drained. */
+ * --keep is how long an idle upstream connection is kept (preset 60 s; keep
+ * it below the upstream's own keep-alive timeout). Upstreams are IP literals or
+ * names (resolved by the TCP factory). SIGINT or SIGTERM closes the group and
+ * ends the program once it drained. */
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,7 +46,7 @@ static void usage(void)
             "usage: proxy --listen HOST:PORT --upstream [tls://]HOST:PORT "
             "[--upstream ...]\n"
             "             [--pool-size N] [--cap N] [--acquire-timeout MS]"
-            " [--ca FILE] [--insecure]\n");
+            " [--keep S]\n             [--ca FILE] [--insecure]\n");
     exit(2);
 }
 
@@ -62,7 +64,7 @@ int main(int argc, char **argv)
     int listen_port = 0;
     struct upstream_arg ups[MAX_UPSTREAMS];
     int n_ups = 0;
-    long pool_size = 32, cap = 0, acquire_ms = 5000;
+    long pool_size = 32, cap = 0, acquire_ms = 5000, keep_s = 60;
     const char *ca = NULL;
     bool insecure = false;
     for (int i = 1; i < argc; i++) {
@@ -91,6 +93,9 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--acquire-timeout") == 0 && v) {
             acquire_ms = strtol(v, NULL, 10);
             i++;
+        } else if (strcmp(a, "--keep") == 0 && v) {
+            keep_s = strtol(v, NULL, 10);
+            i++;
         } else if (strcmp(a, "--ca") == 0 && v) {
             ca = v;
             i++;
@@ -100,7 +105,7 @@ int main(int argc, char **argv)
             usage();
         }
     }
-    if (n_ups == 0 || pool_size < 1 || cap < 0 || acquire_ms < 1)
+    if (n_ups == 0 || pool_size < 1 || cap < 0 || acquire_ms < 1 || keep_s < 1)
         usage();
 
     struct event_base *base = event_base_new();
@@ -134,7 +139,7 @@ int main(int argc, char **argv)
          * cannot keep reconnects under load */
         struct tide_evpool_options po = {
             .limits = TIDE_LIMITS(.size = pool_size, .idle = pool_size,
-                                  .keep = TIDE_SEC(30)),
+                                  .keep = TIDE_SEC(keep_s)),
             .queue_max = 65536,
         };
         char name[300];

@@ -1,0 +1,211 @@
+#!/bin/sh
+# demos/proxy beside nginx as a reverse proxy, in front of one nginx origin
+# started here on 127.0.0.1 (stopped at the end), driven by wrk.
+#
+#   bench/proxy_bench.sh [BUILD_DIR] [DURATION] [RUNS]
+#
+# Variants: wrk straight to the origin; nginx as proxy with `keepalive 32`
+# and with `keepalive 128` in its upstream block (proxy_http_version 1.1,
+# proxy_set_header Connection "", keepalive_requests high on every side);
+# tidepool's proxy with pool size 32 and 128. Each at `wrk -t1 -c50` and
+# `-c1` for DURATION (preset 10s). wrk, the proxies and the origin are all
+# pinned to one CPU (on this 2-core machine unpinned figures swing 2-4x
+# between runs), and the variants are interleaved: run 1 of each, then run
+# 2, ... (RUNS, preset 3). Each cell prints the median of the runs:
+# requests/s, p50 and p99 latency, and new upstream connections per 1,000
+# requests after a warm-up of each variant (the steady state), from the origin's stub_status accepts (for the direct variant
+# these are wrk's own connections).
+set -eu
+
+BUILD=${1:-build}
+DURATION=${2:-10s}
+RUNS=${3:-3}
+PROXY=$BUILD/demos/proxy/proxy
+
+for tool in nginx wrk curl; do
+    if ! command -v $tool >/dev/null 2>&1 && [ ! -x /usr/sbin/$tool ]; then
+        echo "proxy_bench: $tool is needed (Debian: nginx-light, wrk, curl)"
+        exit 77
+    fi
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if [ ! -x "$PROXY" ]; then
+    echo "proxy_bench: $PROXY is missing (build with libhttp-parser-dev)"
+    exit 1
+fi
+
+CPU=""
+PINNED="not pinned"
+if command -v taskset >/dev/null; then
+    CPU="taskset -c $(($(nproc) - 1))"
+    PINNED="everything on CPU $(($(nproc) - 1))"
+fi
+
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/tide-proxy-bench-XXXXXX")
+chmod 755 "$DIR"
+PIDS=""
+cleanup() {
+    for p in $PIDS; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$DIR"
+}
+trap cleanup EXIT INT TERM
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_port() {
+    i=0
+    until curl -s -o /dev/null "http://127.0.0.1:$1/"; do
+        i=$((i + 1))
+        [ $i -lt 200 ] || { echo "proxy_bench: nothing answers on $1"; exit 1; }
+        sleep 0.05
+    done
+}
+
+# NAME PORT BODY: an nginx in $DIR/NAME with BODY inside its http block
+start_nginx() {
+    d=$DIR/$1
+    mkdir -p "$d"
+    cat >"$d/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $d/body; proxy_temp_path $d/proxy;
+    fastcgi_temp_path $d/fcgi; uwsgi_temp_path $d/uwsgi;
+    scgi_temp_path $d/scgi;
+    keepalive_requests 10000000;
+    keepalive_timeout 600s;
+$3
+}
+EOF
+    $CPU "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" &
+    PIDS="$PIDS $!"
+    wait_port "$2"
+}
+
+head -c 612 /dev/zero | tr '\0' 'x' >"$DIR/index.html"
+ORIGIN=$(free_port)
+start_nginx origin "$ORIGIN" "
+    server {
+        listen 127.0.0.1:$ORIGIN;
+        root $DIR;
+        location = /status { stub_status; }
+    }"
+
+for k in 32 128; do
+    port=$(free_port)
+    eval "NGINX_$k=$port"
+    start_nginx "nginx$k" "$port" "
+    upstream origin {
+        server 127.0.0.1:$ORIGIN;
+        keepalive $k;
+        keepalive_requests 10000000;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            proxy_pass http://origin;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+        }
+    }"
+done
+
+for k in 32 128; do
+    port=$(free_port)
+    eval "TIDE_$k=$port"
+    $CPU "$PROXY" --listen "127.0.0.1:$port" --upstream "127.0.0.1:$ORIGIN" \
+        --pool-size "$k" --keep 600 >"$DIR/tide$k.log" 2>&1 &
+    PIDS="$PIDS $!"
+    wait_port "$port"
+done
+
+accepts() {
+    curl -s "http://127.0.0.1:$ORIGIN/status" | awk 'NR == 3 { print $1 }'
+}
+
+# wrk's latency in ms
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) n /= 1000
+        else if (v ~ /ms$/) n = n
+        else if (v ~ /s$/) n *= 1000
+        printf "%.3f", n }'
+}
+
+# one cell: NAME PORT CONNECTIONS -> a line "rps p50 p99 per1000" in $DIR/NAME
+cell() {
+    before=$(accepts)
+    out=$(timeout 60 $CPU wrk -t1 -c"$3" -d"$DURATION" --latency \
+        "http://127.0.0.1:$2/index.html")
+    after=$(accepts)
+    rps=$(echo "$out" | awk '/Requests\/sec/ { print $2 }')
+    reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
+    p50=$(to_ms "$(echo "$out" | awk '$1 == "50%" { print $2 }')")
+    p99=$(to_ms "$(echo "$out" | awk '$1 == "99%" { print $2 }')")
+    bad=$(echo "$out" | awk '/Non-2xx/ { print $NF }')
+    # the status request itself is one connection
+    per=$(awk -v a="$before" -v b="$after" -v n="$reqs" \
+        'BEGIN { printf "%.3f", (b - a - 1) * 1000 / n }')
+    echo "$rps $p50 $p99 $per ${bad:-0}" >>"$DIR/$1"
+}
+
+median() { # column of the file
+    sort -g -k"$2","$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print v[int((NR + 1) / 2)] }'
+}
+
+VARIANTS="direct nginx32 nginx128 tide32 tide128"
+port_of() {
+    case $1 in
+    direct) echo "$ORIGIN" ;;
+    nginx32) echo "$NGINX_32" ;;
+    nginx128) echo "$NGINX_128" ;;
+    tide32) echo "$TIDE_32" ;;
+    tide128) echo "$TIDE_128" ;;
+    esac
+}
+
+# a warm-up of each (not counted), so the cells measure the steady state
+for c in 50 1; do
+    for v in $VARIANTS; do
+        timeout 30 $CPU wrk -t1 -c"$c" -d1s "http://127.0.0.1:$(port_of "$v")/index.html" >/dev/null
+    done
+done
+
+run=1
+while [ $run -le "$RUNS" ]; do
+    for c in 50 1; do
+        for v in $VARIANTS; do
+            cell "$v-c$c" "$(port_of "$v")" "$c"
+        done
+    done
+    run=$((run + 1))
+done
+
+echo "proxy_bench: wrk -t1 -d$DURATION, $RUNS runs interleaved, median; $PINNED"
+printf '%-10s %4s %10s %9s %9s %14s %8s\n' variant conn "req/s" "p50 ms" "p99 ms" "new/1k reqs" "non-2xx"
+for c in 50 1; do
+    for v in $VARIANTS; do
+        f=$DIR/$v-c$c
+        printf '%-10s %4s %10s %9s %9s %14s %8s\n' "$v" "c$c" \
+            "$(median "$f" 1)" "$(median "$f" 2)" "$(median "$f" 3)" \
+            "$(median "$f" 4)" "$(median "$f" 5)"
+    done
+done
+for c in 50 1; do
+    awk -v c="$c" -v t32="$(median "$DIR/tide32-c$c" 1)" \
+        -v n32="$(median "$DIR/nginx32-c$c" 1)" \
+        -v t128="$(median "$DIR/tide128-c$c" 1)" \
+        -v n128="$(median "$DIR/nginx128-c$c" 1)" 'BEGIN {
+        printf "c%s: tidepool/nginx at 32: %.2fx, at 128: %.2fx\n", c,
+            t32 / n32, t128 / n128 }'
+done
