@@ -232,12 +232,13 @@ static void acquire_free(struct tide_group_acquire *a)
     free(a);
 }
 
-
 /* ---- the pick ---- */
 
 static bool was_tried(const struct tide_group_acquire *a,
                       const struct tide_group_upstream *u)
 {
+    if (!a)
+        return false;
     for (size_t i = 0; i < a->n_tried; i++)
         if (a->tried[i] == u)
             return true;
@@ -256,10 +257,9 @@ static bool breaker_holds(struct tide_evpool *pool, int64_t now)
 
 /* The candidates for a: not removed, not tried, and (when skip_open) no
  * breaker holding them off. */
-static size_t candidates(struct tide_group_acquire *a, int64_t now,
-                         bool skip_open)
+static size_t candidates(struct tide_group *g, struct tide_group_acquire *a,
+                         int64_t now, bool skip_open)
 {
-    struct tide_group *g = a->group;
     size_t n = 0;
     for (struct tide_group_upstream *u = g->upstreams.head; u; u = u->next) {
         if (u->removed || !u->pool || was_tried(a, u))
@@ -306,9 +306,9 @@ static struct tide_group_upstream *pick(struct tide_group_acquire *a,
         a->probe = true;
         return probe;
     }
-    size_t n = candidates(a, now, true);
+    size_t n = candidates(g, a, now, true);
     if (n == 0) /* every one left is held off: ask them for their cause */
-        n = candidates(a, now, false);
+        n = candidates(g, a, now, false);
     if (n == 0)
         return NULL;
     double first = roll(g), second = roll(g);
@@ -712,6 +712,42 @@ int tide_group_acquire(struct tide_group *g, int64_t timeout,
     enter(g);
     dispatch(a, now);
     leave(g);
+    return 0;
+}
+
+int tide_group_try_acquire(struct tide_group *g, struct tide_group_upstream **u,
+                           void **resource)
+{
+    if (u)
+        *u = NULL;
+    if (resource)
+        *resource = NULL;
+    if (!g || !u || !resource)
+        return TIDE_EINVAL;
+    if (g->closing || g->active == 0)
+        return TIDE_ECLOSED;
+    /* no barging past callers waiting for the cap */
+    if (g->capped.count > 0 || (g->cap > 0 && g->slots >= g->cap))
+        return TIDE_EWOULDBLOCK;
+    int64_t now = clock_ns();
+    size_t n = candidates(g, NULL, now, true);
+    if (n == 0)
+        return TIDE_EWOULDBLOCK;
+    double first = roll(g), second = roll(g);
+    int i = tide_pick(g->pick_pools, n, now, first, second);
+    if (i < 0)
+        return TIDE_EWOULDBLOCK;
+    struct tide_group_upstream *up = g->pick_ups[i];
+    void *r;
+    int rc = tide_evpool_try_acquire(up->pool, &r);
+    if (rc) /* nothing idle, callers queued, refused: acquire finds out */
+        return TIDE_EWOULDBLOCK;
+    up->lent++;
+    g->slots++;
+    g->acquires++;
+    g->served++;
+    *u = up;
+    *resource = r;
     return 0;
 }
 

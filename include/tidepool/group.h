@@ -133,6 +133,17 @@ TIDE_API int tide_group_acquire(struct tide_group *g, int64_t timeout,
                                 tide_group_acquire_cb cb, void *arg,
                                 struct tide_group_acquire **handle);
 
+/* The synchronous path: an idle resource at once from the upstream the
+ * pick chooses, when it has one free and nothing is queued before the
+ * caller (at the cap, or at that pool). 0 with *u and *resource, now lent
+ * (give it back with tide_group_release or tide_group_discard), or
+ * TIDE_EWOULDBLOCK (then acquire, which waits, makes, moves on and knows
+ * the cause of a refusal), TIDE_ECLOSED (closing, or no upstream),
+ * TIDE_EINVAL. It never makes, probes an open breaker or moves on. */
+TIDE_API int tide_group_try_acquire(struct tide_group *g,
+                                    struct tide_group_upstream **u,
+                                    void **resource);
+
 /* Cancels a pending acquire. After it returns the callback never runs,
  * unless notify: then it runs once, from the loop, with TIDE_ECANCELLED. */
 TIDE_API void tide_group_cancel(struct tide_group_acquire *h, bool notify);
@@ -156,8 +167,9 @@ struct tide_group_stats {
     int64_t lent;       /* loans out through the group (the cap counts these
                            and acquires on their way to an upstream) */
     int64_t capped;     /* acquires waiting for the cap */
-    uint64_t acquires;  /* tide_group_acquire calls that returned 0 */
-    uint64_t served;    /* answered with a resource */
+    uint64_t acquires;  /* tide_group_acquire calls that returned 0, and
+                           tide_group_try_acquire calls that lent */
+    uint64_t served;    /* answered with a resource (try_acquire too) */
     uint64_t failed;    /* answered with an error (cancels excluded) */
     uint64_t failovers; /* an upstream could not serve and another was
                            tried */

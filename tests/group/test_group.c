@@ -425,6 +425,51 @@ START_TEST(a_timeout_is_not_moved_on)
 }
 END_TEST
 
+/* ---- the synchronous path ---- */
+
+START_TEST(try_acquire_lends_an_idle_one_at_once)
+{
+    add(0, OK_NOW, NULL);
+    struct tide_group_upstream *u = NULL;
+    void *r = &u;
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), TIDE_EWOULDBLOCK);
+    ck_assert_ptr_null(u);
+    ck_assert_ptr_null(r);
+    struct ans *a = acquired();
+    struct res *made = a->res;
+    release(a);
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), 0);
+    ck_assert_ptr_eq(u, ups[0].u);
+    ck_assert_ptr_eq(r, made);
+    ck_assert_int_eq(stats().lent, 1);
+    ck_assert_uint_eq(stats().served, 2);
+    /* nothing idle now: it never makes */
+    struct tide_group_upstream *u2;
+    void *r2;
+    ck_assert_int_eq(tide_group_try_acquire(group, &u2, &r2), TIDE_EWOULDBLOCK);
+    ck_assert_int_eq(ups[0].makes, 1);
+    ck_assert_int_eq(tide_group_release(group, u, r), 0);
+    ck_assert_int_eq(stats().lent, 0);
+}
+END_TEST
+
+START_TEST(try_acquire_does_not_barge_past_the_cap_queue)
+{
+    new_group(&(struct tide_group_options){.cap = 1});
+    add(0, OK_NOW, NULL);
+    struct ans *a = acquired();
+    struct ans *b = start(0, NULL); /* capped */
+    struct tide_group_upstream *u;
+    void *r;
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), TIDE_EWOULDBLOCK);
+    release(a);
+    ck_assert(wait_answer(b, 1000));
+    ck_assert_int_eq(b->status, 0);
+    ck_assert_int_eq(tide_group_try_acquire(NULL, &u, &r), TIDE_EINVAL);
+    ck_assert_int_eq(tide_group_try_acquire(group, NULL, &r), TIDE_EINVAL);
+}
+END_TEST
+
 /* ---- the cap ---- */
 
 START_TEST(the_cap_queues_acquires_and_a_release_serves_the_oldest)
@@ -738,6 +783,8 @@ static Suite *group_suite(void)
     tcase_add_test(tc, every_upstream_refusing_fails_with_the_real_cause);
     tcase_add_test(tc, every_breaker_open_fails_unavailable_naming_the_breaker);
     tcase_add_test(tc, a_timeout_is_not_moved_on);
+    tcase_add_test(tc, try_acquire_lends_an_idle_one_at_once);
+    tcase_add_test(tc, try_acquire_does_not_barge_past_the_cap_queue);
     tcase_add_test(tc, the_cap_queues_acquires_and_a_release_serves_the_oldest);
     tcase_add_test(tc, a_capped_acquire_times_out);
     tcase_add_test(tc, the_cap_queue_has_a_bound);
