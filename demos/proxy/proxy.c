@@ -199,10 +199,25 @@ struct client {
     bool resp_done;
     bool upstream_reusable;
     bool retried;
+    /* the client left while a small response was still coming: it is
+     * read to its end into `sink`, so the connection goes back whole */
+    bool orphan;
+    struct evbuffer *sink;
 };
+
+/* What an orphaned exchange may still read to save its connection; a
+ * bigger rest (or one of unknown length) is cheaper to reconnect. */
+#define ORPHAN_MAX (64 * 1024)
+
+/* Where bytes for the client go: its output, or the sink once it left. */
+static struct evbuffer *client_out(struct client *c)
+{
+    return c->orphan ? c->sink : bufferevent_get_output(c->bev);
+}
 
 static void client_free(struct client *c);
 static void client_kill(struct client *c);
+static bool client_orphan(struct client *c);
 static void client_next(struct client *c);
 static void start_exchange(struct client *c);
 static void on_client_read(struct bufferevent *bev, void *arg);
@@ -210,7 +225,7 @@ static void on_client_read(struct bufferevent *bev, void *arg);
 static void client_write_error(struct client *c, int status, const char *reason,
                                const char *extra_header, const char *body)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = client_out(c);
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
                         "Content-Length: %zu\r\n%s%s\r\n%s",
@@ -264,8 +279,7 @@ static int rq_headers_done(http_parser *p)
      * client's wait for a go-ahead is answered here */
     const char *expect = headers_get(&c->req_headers, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
-        evbuffer_add(bufferevent_get_output(c->bev),
-                     "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        evbuffer_add(client_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
     return 0;
 }
 
@@ -367,7 +381,7 @@ static void client_parse(struct client *c)
             return;
         }
         if (c->url && strncmp(c->url, "/_tidepool/stats", 16) == 0) {
-            px__stats_page(c->px->group, bufferevent_get_output(c->bev),
+            px__stats_page(c->px->group, client_out(c),
                            strstr(c->url, "format=prometheus") != NULL,
                            c->req_keep_alive);
             c->px->stats.responses++;
@@ -428,7 +442,7 @@ static int rs_headers_done(http_parser *p)
     bool no_body = head || no_body_status(status);
     bool has_length =
         p->content_length != ULLONG_MAX && !(p->flags & F_CHUNKED);
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = client_out(c);
     evbuffer_add_printf(out, "HTTP/1.1 %u %s\r\n", status,
                         c->reason ? c->reason : "");
     for (size_t i = 0; i < c->resp_headers.n; i++) {
@@ -441,6 +455,9 @@ static int rs_headers_done(http_parser *p)
     /* a body read until close, or from an HTTP/1.0 upstream without
      * keep-alive, ends the upstream connection */
     c->upstream_reusable = http_should_keep_alive(p);
+    if (c->orphan && !no_body && !(status >= 100 && status < 200) &&
+        (!has_length || p->content_length > ORPHAN_MAX))
+        return -1; /* not worth reading for nobody: discard */
     if (status >= 100 && status < 200) {
         evbuffer_add(out, "\r\n", 2);
         return 0;
@@ -477,7 +494,7 @@ static int rs_headers_done(http_parser *p)
 static int rs_body(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = client_out(c);
     if (evbuffer_get_length(out) + len > OUTPUT_HIGH && c->ub)
         bufferevent_disable(c->ub, EV_READ);
     if (c->chunked_out) {
@@ -496,7 +513,7 @@ static int rs_complete(http_parser *p)
     if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101)
         return 0; /* an interim response: the real one follows */
     if (c->chunked_out)
-        evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+        evbuffer_add(client_out(c), "0\r\n\r\n", 5);
     c->resp_done = true;
     http_parser_pause(p, 1);
     return 0;
@@ -541,6 +558,10 @@ static bool idempotent(unsigned method)
 
 static void exchange_failed(struct client *c, const char *why)
 {
+    if (c->orphan) {
+        client_kill(c); /* discards the connection */
+        return;
+    }
     bool retry = !c->any_byte && !c->retried && idempotent(c->method);
     give_back(c, false);
     if (retry) {
@@ -572,6 +593,8 @@ static void upstream_parse(struct client *c)
     size_t used =
         http_parser_execute(&c->resp_parser, &response_settings, data, len);
     evbuffer_drain(in, used);
+    if (c->orphan)
+        evbuffer_drain(c->sink, evbuffer_get_length(c->sink));
     enum http_errno err = HTTP_PARSER_ERRNO(&c->resp_parser);
     if (err == HPE_PAUSED)
         err = HPE_OK;
@@ -599,6 +622,10 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
     (void)bev;
     struct client *c = arg;
     if (what & BEV_EVENT_TIMEOUT) {
+        if (c->orphan) {
+            client_kill(c);
+            return;
+        }
         give_back(c, false);
         if (c->head_sent) {
             c->px->stats.aborted++;
@@ -708,16 +735,20 @@ static void start_exchange(struct client *c)
 /* Closes the client once its output is written. */
 static void client_finish(struct client *c)
 {
+    if (c->orphan) {
+        client_kill(c);
+        return;
+    }
     c->state = C_FLUSHING;
     bufferevent_disable(c->bev, EV_READ);
-    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+    if (evbuffer_get_length(client_out(c)) == 0)
         client_kill(c);
 }
 
 /* The response is out (or queued): the next request, or the end. */
 static void client_next(struct client *c)
 {
-    if (!c->req_keep_alive || c->close_client) {
+    if (c->orphan || !c->req_keep_alive || c->close_client) {
         client_finish(c);
         return;
     }
@@ -755,9 +786,35 @@ static void on_client_event(struct bufferevent *bev, short what, void *arg)
     (void)bev;
     (void)what;
     struct client *c = arg;
-    if (c->state == C_EXCHANGING && c->ub)
+    if (c->state == C_EXCHANGING && c->ub) {
         c->px->stats.aborted++;
+        if (client_orphan(c))
+            return;
+    }
     client_kill(c);
+}
+
+/* The client left mid-exchange: when no response byte came yet, or what
+ * is left of a body by length is small, the response is read to its end
+ * for nobody (within a second) and the connection released whole, rather
+ * than reconnecting (a load generator stopping drops every exchange in
+ * flight). Returns false when it is not worth it. */
+static bool client_orphan(struct client *c)
+{
+    bool small =
+        !c->head_sent || (c->resp_parser.content_length != ULLONG_MAX &&
+                          !(c->resp_parser.flags & F_CHUNKED) &&
+                          c->resp_parser.content_length <= ORPHAN_MAX);
+    if (!small || !(c->sink = evbuffer_new()))
+        return false;
+    c->orphan = true;
+    c->px->stats.orphans++;
+    bufferevent_free(c->bev);
+    c->bev = NULL;
+    struct timeval second = {.tv_sec = 1};
+    bufferevent_set_timeouts(c->ub, &second, NULL);
+    bufferevent_enable(c->ub, EV_READ);
+    return true;
 }
 
 /* Ends the client now (its upstream connection, if any, is discarded:
@@ -771,8 +828,10 @@ static void client_kill(struct client *c)
         tide_group_cancel(c->acquiring, false);
     c->acquiring = NULL;
     give_back(c, false);
-    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-    bufferevent_setcb(c->bev, NULL, NULL, NULL, NULL);
+    if (c->bev) {
+        bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+        bufferevent_setcb(c->bev, NULL, NULL, NULL, NULL);
+    }
     event_active(&c->reap, EV_TIMEOUT, 0);
 }
 
@@ -797,7 +856,10 @@ static void client_free(struct client *c)
         c->next->prev = c->prev;
     c->px->stats.clients--;
     event_del(&c->reap);
-    bufferevent_free(c->bev);
+    if (c->bev)
+        bufferevent_free(c->bev);
+    if (c->sink)
+        evbuffer_free(c->sink);
     headers_dispose(&c->req_headers);
     headers_dispose(&c->resp_headers);
     free(c->url);

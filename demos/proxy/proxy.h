@@ -17,7 +17,10 @@
  * the body. A request whose connection fails before any response byte
  * came (an upstream that closed a kept connection just as we wrote) is
  * sent once more on another connection when its method is idempotent,
- * never for POST or PATCH.
+ * never for POST or PATCH. A client that leaves mid-response: the rest is
+ * read for nobody when it is small (64 KiB at most, by length, within a
+ * second) and the connection released whole; otherwise it is discarded,
+ * never lent again with half a response in it.
  *
  * GET /_tidepool/stats answers every upstream's pool stats as JSON,
  * /_tidepool/stats?format=prometheus as Prometheus text.
@@ -63,6 +66,8 @@ struct px_stats {
     uint64_t errors_503;
     uint64_t errors_504;
     uint64_t aborted;   /* clients gone mid-response */
+    uint64_t orphans;   /* of those, responses read to their end for
+                           nobody so the connection went back whole */
     uint64_t discarded; /* upstream connections discarded */
     int64_t clients;    /* client connections open */
 };

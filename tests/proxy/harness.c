@@ -9,6 +9,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/event_struct.h>
 #include <event2/listener.h>
 #include <http_parser.h>
 #include <netinet/in.h>
@@ -487,7 +488,8 @@ struct oconn {
     char xff[64];
     bool xff_value;
     struct evbuffer *body;
-    bool drop_next; /* close at the next request's first byte, unanswered */
+    bool drop_next;     /* close at the next request's first byte, unanswered */
+    struct event later; /* trickle: the second half of a body */
 };
 
 static struct evconnlistener *origin;
@@ -573,7 +575,13 @@ static int o_done(http_parser *p)
                         status, http_method_str((enum http_method)p->method),
                         c->xff, c->hop_seen,
                         close_it ? "Connection: close\r\n" : "");
-    if (strstr(c->url, "stall")) {
+    if (strstr(c->url, "trickle")) {
+        /* promise 2 KiB, send one now and one in 200 ms */
+        evbuffer_add_printf(out, "Content-Length: 2048\r\n\r\n");
+        evbuffer_add(out, file_bytes(1024), 1024);
+        struct timeval tv = {.tv_usec = 200000};
+        evtimer_add(&c->later, &tv);
+    } else if (strstr(c->url, "stall")) {
         /* promise a megabyte, send a kilobyte, and hold */
         evbuffer_add_printf(out, "Content-Length: 1048576\r\n\r\n");
         evbuffer_add(out, file_bytes(1024), 1024);
@@ -612,6 +620,7 @@ static const http_parser_settings origin_settings = {
 
 static void oconn_free(struct oconn *c)
 {
+    event_del(&c->later);
     bufferevent_free(c->bev);
     evbuffer_free(c->body);
     free(c);
@@ -651,6 +660,14 @@ static void o_event(struct bufferevent *bev, short what, void *arg)
     oconn_free(arg);
 }
 
+static void o_later(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct oconn *c = arg;
+    evbuffer_add(bufferevent_get_output(c->bev), file_bytes(1024), 1024);
+}
+
 static void o_accept(struct evconnlistener *l, evutil_socket_t fd,
                      struct sockaddr *sa, int salen, void *arg)
 {
@@ -663,6 +680,7 @@ static void o_accept(struct evconnlistener *l, evutil_socket_t fd,
     c->body = evbuffer_new();
     http_parser_init(&c->p, HTTP_REQUEST);
     c->p.data = c;
+    evtimer_assign(&c->later, base, o_later, c);
     bufferevent_setcb(c->bev, o_read, o_write, o_event, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }

@@ -45,7 +45,8 @@ const unsigned char *file_bytes(size_t size);
 /* Echoes a request's body back. Query words: chunked (answer chunked),
  * close (Connection: close), status=N (answer N, no body when 1xx, 204,
  * 304), dropnext (answer, then close the connection unanswered when the
- * next request on it arrives), stall (promise 1 MiB, send 1 KiB, hold).
+ * next request on it arrives), stall (promise 1 MiB, send 1 KiB, hold),
+ * trickle (promise 2 KiB, send 1 KiB now and 1 KiB 200 ms later).
  * Headers X-Method, X-Forwarded-For-Seen and
  * X-Hop-Seen (1 when a hop-by-hop header reached it) report what it got. */
 int origin_start(void);

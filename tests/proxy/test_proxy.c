@@ -522,6 +522,45 @@ START_TEST(a_client_gone_mid_response_discards_the_upstream_connection)
 }
 END_TEST
 
+struct trickle_job {
+    int port;
+    bool after_ok;
+};
+
+static void leave_a_small_response(void *arg)
+{
+    struct trickle_job *j = arg;
+    int fd = client_connect(j->port);
+    const char *req = "GET /echo?trickle HTTP/1.1\r\nHost: t\r\n\r\n";
+    (void)!write(fd, req, strlen(req));
+    char buf[256];
+    (void)!read(fd, buf, sizeof buf);
+    close(fd); /* 1 KiB of the body is still to come */
+    usleep(400000);
+    fd = client_connect(j->port);
+    struct response r;
+    j->after_ok = client_request(fd, "GET", "/echo", NULL, 0, false, &r) &&
+                  r.status == 200;
+    response_dispose(&r);
+    close(fd);
+}
+
+START_TEST(a_client_gone_before_a_small_rest_keeps_the_connection_whole)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 1);
+    struct trickle_job j = {.port = proxy_port()};
+    run_client(leave_a_small_response, &j, 10000);
+    ck_assert(j.after_ok);
+    ck_assert_uint_eq(pstats().aborted, 1);
+    ck_assert_uint_eq(pstats().orphans, 1);
+    ck_assert_uint_eq(pstats().discarded, 0);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    ck_assert_uint_eq(s.pools.made, 1); /* read to its end, then reused */
+}
+END_TEST
+
 /* ---- 10,000 requests ---- */
 
 START_TEST(ten_thousand_requests_through_two_pools_of_four)
@@ -613,6 +652,8 @@ static Suite *proxy_suite(void)
         tc, one_of_two_upstreams_killed_mid_load_moves_traffic_to_the_other);
     tcase_add_test(tc,
                    a_client_gone_mid_response_discards_the_upstream_connection);
+    tcase_add_test(
+        tc, a_client_gone_before_a_small_rest_keeps_the_connection_whole);
     tcase_add_test(tc, ten_thousand_requests_through_two_pools_of_four);
     tcase_add_test(tc, the_stats_page_lists_every_upstream);
     suite_add_tcase(s, tc);
