@@ -499,6 +499,10 @@ static void tick(struct web_engine *e)
         outage_begins(e);
     else if (ph != WEB_OUTAGE)
         e->in_outage = false;
+    if (ph == WEB_BURST && e->params[WEB_P_BURST_LAG_MS] > 0) {
+        e->decisions++;
+        tide_pool_overload(e->pool, t, ms(e->params[WEB_P_BURST_LAG_MS]));
+    }
     if (t / NS_PER_TICK % EVICT_EVERY == 0)
         evict(e);
     arrivals(e, ph);

@@ -45,6 +45,8 @@ enum web_param {
     WEB_P_BACKOFF_CAP_MS,
     WEB_P_SHEDDER,        /* 0 off, 1 on */
     WEB_P_LOAN_TARGET_MS, /* the shedder's loan target; 0: off */
+    WEB_P_BURST_LAG_MS,   /* loop lag fed to the shedder each tick of the
+                             burst, as a host busy with it would show */
     WEB_P_RATE_CALM,      /* requests a second outside the burst */
     WEB_P_RATE_BURST,     /* requests a second in the burst */
     WEB_P_SERVICE_MS,     /* mean service time */

@@ -37,6 +37,7 @@ static const struct param params[WEB_PARAMS] = {
     [WEB_P_BACKOFF_CAP_MS] = {"backoff_cap_ms", 1000},
     [WEB_P_SHEDDER] = {"shedder", 1},
     [WEB_P_LOAN_TARGET_MS] = {"loan_target_ms", 0},
+    [WEB_P_BURST_LAG_MS] = {"burst_lag_ms", 0},
     [WEB_P_RATE_CALM] = {"rate_calm", 60},
     [WEB_P_RATE_BURST] = {"rate_burst", 700},
     [WEB_P_SERVICE_MS] = {"service_ms", 15},

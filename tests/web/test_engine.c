@@ -274,6 +274,16 @@ START_TEST(shedder_sheds_when_loans_overrun)
 }
 END_TEST
 
+START_TEST(shedder_sheds_when_the_loop_lags)
+{
+    RUN(&a, {WEB_P_SEED, 1}, {WEB_P_BURST_LAG_MS, 80});
+    ck_assert_int_gt(SUM(&a, 7, 10, shed_shedder), 0);
+    ck_assert_int_eq(SUM(&a, 1, 6, shed_shedder), 0);
+    RUN(&b, {WEB_P_SEED, 1}, {WEB_P_BURST_LAG_MS, 80}, {WEB_P_SHEDDER, 0});
+    ck_assert_int_eq(SUM(&b, 1, 24, shed_shedder), 0);
+}
+END_TEST
+
 START_TEST(server_idle_cut_makes_the_pool_reconnect)
 {
     RUN(&a, {WEB_P_SEED, 1}, {WEB_P_KEEP_S, 30});
@@ -330,6 +340,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, short_acquire_timeout_times_callers_out);
     tcase_add_test(tc, bucket_spaces_makes);
     tcase_add_test(tc, shedder_sheds_when_loans_overrun);
+    tcase_add_test(tc, shedder_sheds_when_the_loop_lags);
     tcase_add_test(tc, server_idle_cut_makes_the_pool_reconnect);
     tcase_add_test(tc, keep_retires_what_the_burst_left_idle);
     tcase_add_test(tc, min_is_made_at_start);
