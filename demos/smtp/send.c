@@ -1,0 +1,369 @@
+/* One message: a session from the pool, MAIL FROM, RCPT TO per recipient
+ * (one command at a time, each answered on its own), DATA, the message,
+ * the verdict, and the session back to the pool (whose reset hook RSETs
+ * it).
+ *
+ * A session that breaks before the message's final "." went out (closed
+ * under us, a 421, a reset) delivered nothing: the server drops a
+ * transaction it did not see end. The message then goes once more, on
+ * another session, so a server's idle timeout or restart costs a sender
+ * nothing. After the final ".", only the server's verdict tells: a session
+ * lost before it fails the message with TIDE_SMTP_EUNKNOWN rather than
+ * risk sending it twice. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smtp_internal.h"
+
+#define ATTEMPTS 2 /* sessions a message is tried on */
+
+enum mstep {
+    ACQUIRING,
+    MAIL,
+    RCPT,
+    DATA,
+    BODY, /* the message and its "." written: waiting for the verdict */
+};
+
+struct tide__smtp_msg {
+    struct tide__smtp_msg *prev;
+    struct tide__smtp_msg *next;
+    struct tide_smtp_sender *s;
+    char *from;
+    char **rcpts;
+    size_t n;
+    struct tide_smtp_rcpt *results; /* texts malloc'd, addresses rcpts' */
+    size_t accepted;
+    size_t next_rcpt; /* the RCPT TO answered next */
+    char *data;       /* as DATA sends it */
+    size_t data_len;
+    enum mstep step;
+    struct tide_acquire *acq;
+    struct bufferevent *bev;
+    struct event deadline;
+    bool deadline_armed;
+    struct tide__smtp_reply r;
+    int attempts;
+    tide_smtp_cb cb;
+    void *arg;
+};
+
+static void msg_free(struct tide__smtp_msg *m)
+{
+    if (m->deadline_armed)
+        event_del(&m->deadline);
+    event_debug_unassign(&m->deadline);
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->rcpts[i]);
+        free((char *)m->results[i].text);
+    }
+    free(m->rcpts);
+    free(m->results);
+    free(m->from);
+    free(m->data);
+    free(m);
+}
+
+/* The session goes back: to the pool's reset (RSET), or destroyed. */
+static void give_back(struct tide__smtp_msg *m, bool sound)
+{
+    struct bufferevent *bev = m->bev;
+    if (!bev)
+        return;
+    m->bev = NULL;
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    bufferevent_set_timeouts(bev, NULL, NULL);
+    if (sound)
+        tide_evpool_release(m->s->pool, bev);
+    else
+        tide_evpool_discard(m->s->pool, bev);
+}
+
+/* Answers the message (the session already given back) and frees it. */
+static void answer(struct tide__smtp_msg *m, int status, int reply,
+                   const char *text)
+{
+    struct tide_smtp_sender *s = m->s;
+    if (status == 0)
+        s->stats.delivered++;
+    else if (status == TIDE_SMTP_ETEMPORARY || status == TIDE_SMTP_EPERMANENT)
+        s->stats.refused++;
+    else
+        s->stats.failed++;
+    TIDE__SMTP_UNLINK(&s->msgs, m);
+    struct tide_smtp_result res = {
+        .reply = reply,
+        .text = text ? text : tide_smtp_strerror(status),
+        .n = m->n,
+        .rcpts = m->results,
+        .accepted = m->accepted,
+        .attempts = m->attempts,
+    };
+    tide__smtp_enter(s);
+    m->cb(s, status, &res, m->arg);
+    msg_free(m);
+    tide__smtp_leave(s);
+}
+
+static int refusal(int reply)
+{
+    return reply >= 500 ? TIDE_SMTP_EPERMANENT : TIDE_SMTP_ETEMPORARY;
+}
+
+static void on_acquired(struct tide_evpool *pool, int status, void *resource,
+                        const struct tide_why *why, void *arg);
+
+/* Asks the pool for a session (again). 0, or the pool's refusal. */
+static int attempt(struct tide__smtp_msg *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free((char *)m->results[i].text);
+        m->results[i].text = NULL;
+        m->results[i].reply = 0;
+    }
+    m->accepted = 0;
+    m->next_rcpt = 0;
+    m->step = ACQUIRING;
+    m->attempts++;
+    return tide_evpool_acquire(m->s->pool, 0, on_acquired, m, &m->acq);
+}
+
+/* The session broke (closed, reset, TLS error, 421): code and a sentence.
+ * Before the final "." the message is tried again on another session. */
+static void broken(struct tide__smtp_msg *m, int code, int reply,
+                   const char *why)
+{
+    struct tide_smtp_sender *s = m->s;
+    enum mstep step = m->step;
+    give_back(m, false);
+    if (step != BODY && m->attempts < ATTEMPTS) {
+        s->stats.retried++;
+        int rc = attempt(m);
+        if (rc == 0)
+            return;
+        answer(m, rc, 0, NULL);
+        return;
+    }
+    if (step == BODY && reply == 0) {
+        char text[TIDE__SMTP_TEXT + 96];
+        snprintf(text, sizeof text,
+                 "the session broke after the message was sent, before the "
+                 "verdict (%s): it may have been delivered",
+                 why);
+        answer(m, TIDE_SMTP_EUNKNOWN, 0, text);
+        return;
+    }
+    answer(m, code, reply, why);
+}
+
+static void send_rcpt(struct tide__smtp_msg *m)
+{
+    m->step = RCPT;
+    tide__smtp_write(m->bev, "RCPT TO:<%s>", m->rcpts[m->next_rcpt]);
+}
+
+/* Every RCPT TO answered: DATA, or no one to send it to. */
+static void after_rcpts(struct tide__smtp_msg *m)
+{
+    if (m->accepted > 0) {
+        m->step = DATA;
+        tide__smtp_write(m->bev, "DATA");
+        return;
+    }
+    /* refused for all: temporary if any refusal was, as a later try may
+     * reach that one */
+    int status = TIDE_SMTP_EPERMANENT;
+    const struct tide_smtp_rcpt *last = &m->results[m->n - 1];
+    for (size_t i = 0; i < m->n; i++)
+        if (m->results[i].reply < 500)
+            status = TIDE_SMTP_ETEMPORARY;
+    char text[TIDE__SMTP_TEXT + 64];
+    snprintf(text, sizeof text, "every recipient was refused; the last: %d %s",
+             last->reply, last->text ? last->text : "");
+    give_back(m, true);
+    answer(m, status, last->reply, text);
+}
+
+static void on_reply(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
+{
+    if (r->code == 421) { /* the server is closing this session */
+        broken(m, TIDE_SMTP_ETEMPORARY, m->step == BODY ? r->code : 0, r->text);
+        return;
+    }
+    switch (m->step) {
+    case ACQUIRING:
+        break;
+    case MAIL:
+        if (r->code / 100 != 2) {
+            give_back(m, true);
+            answer(m, refusal(r->code), r->code, r->text);
+            return;
+        }
+        send_rcpt(m);
+        return;
+    case RCPT: {
+        struct tide_smtp_rcpt *res = &m->results[m->next_rcpt++];
+        res->reply = r->code;
+        res->text = strdup(r->text);
+        if (r->code / 100 == 2)
+            m->accepted++;
+        if (m->next_rcpt < m->n)
+            send_rcpt(m);
+        else
+            after_rcpts(m);
+        return;
+    }
+    case DATA:
+        if (r->code != 354) {
+            give_back(m, true);
+            answer(m, refusal(r->code), r->code, r->text);
+            return;
+        }
+        m->step = BODY;
+        bufferevent_write(m->bev, m->data, m->data_len);
+        return;
+    case BODY:
+        give_back(m, true);
+        if (r->code / 100 == 2)
+            answer(m, 0, r->code, r->text);
+        else
+            answer(m, refusal(r->code), r->code, r->text);
+        return;
+    }
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct tide__smtp_msg *m = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    int rc = tide__smtp_reply_read(in, &m->r);
+    if (rc < 0) {
+        give_back(m, false);
+        answer(m, TIDE_SMTP_EPROTOCOL, 0, NULL);
+        return;
+    }
+    if (rc == 0)
+        return;
+    if (evbuffer_get_length(in) > 0) {
+        /* more than the one reply asked for: out of step with the server */
+        give_back(m, false);
+        answer(m, TIDE_SMTP_EPROTOCOL, 0, "more than one reply came");
+        return;
+    }
+    struct tide__smtp_reply r = m->r;
+    tide__smtp_reply_clear(&m->r);
+    on_reply(m, &r);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    char why[256];
+    int code = tide_net_event_error(bev, what, NULL, why, sizeof why);
+    if (code != 0)
+        broken(arg, code, 0, why);
+}
+
+static void on_acquired(struct tide_evpool *pool, int status, void *resource,
+                        const struct tide_why *why, void *arg)
+{
+    (void)pool;
+    struct tide__smtp_msg *m = arg;
+    m->acq = NULL;
+    if (status != 0) {
+        answer(m, status, 0, why->message);
+        return;
+    }
+    struct tide_smtp_sender *s = m->s;
+    m->bev = resource;
+    tide__smtp_reply_clear(&m->r);
+    bufferevent_setcb(m->bev, on_read, NULL, on_event, m);
+    struct timeval tv = tide__smtp_tv(s->reply_timeout);
+    bufferevent_set_timeouts(m->bev, &tv, &tv);
+    m->step = MAIL;
+    if (tide__smtp_write(m->bev, "MAIL FROM:<%s>", m->from) != 0)
+        broken(m, TIDE_ENOMEM, 0, "could not write MAIL FROM");
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide__smtp_msg *m = arg;
+    m->deadline_armed = false;
+    if (m->acq) {
+        tide_evpool_cancel(m->acq, false);
+        m->acq = NULL;
+    }
+    bool sent = m->step == BODY;
+    give_back(m, false);
+    answer(m, sent ? TIDE_SMTP_EUNKNOWN : TIDE_SMTP_ETIMEDOUT, 0,
+           sent ? "no verdict within the message's timeout: it may have been "
+                  "delivered"
+                : NULL);
+}
+
+static bool address_ok(const char *a)
+{
+    return a && strlen(a) < 512 && !strpbrk(a, "\r\n<>");
+}
+
+int tide_smtp_send(struct tide_smtp_sender *s, const char *from,
+                   const char *const *recipients, size_t n, const char *message,
+                   size_t len, tide_smtp_cb cb, void *arg)
+{
+    if (!s || !address_ok(from) || !recipients || n == 0 || !message || !cb)
+        return TIDE_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!address_ok(recipients[i]))
+            return TIDE_EINVAL;
+    struct tide__smtp_msg *m = calloc(1, sizeof *m);
+    if (!m)
+        return TIDE_ENOMEM;
+    m->s = s;
+    m->cb = cb;
+    m->arg = arg;
+    event_assign(&m->deadline, s->base, -1, 0, on_deadline, m);
+    m->from = strdup(from);
+    m->rcpts = calloc(n, sizeof *m->rcpts);
+    m->results = calloc(n, sizeof *m->results);
+    bool ok = m->from && m->rcpts && m->results &&
+              tide__smtp_data(message, len, &m->data, &m->data_len);
+    if (ok) {
+        m->n = n;
+        for (size_t i = 0; i < n && ok; i++) {
+            m->rcpts[i] = strdup(recipients[i]);
+            m->results[i].address = m->rcpts[i];
+            ok = m->rcpts[i] != NULL;
+        }
+    }
+    if (!ok) {
+        msg_free(m);
+        return TIDE_ENOMEM;
+    }
+    int rc = attempt(m);
+    if (rc != 0) {
+        msg_free(m);
+        return rc;
+    }
+    TIDE__SMTP_LINK(&s->msgs, m);
+    s->stats.messages++;
+    if (s->timeout != TIDE_FOREVER) {
+        struct timeval tv = tide__smtp_tv(s->timeout);
+        event_add(&m->deadline, &tv);
+        m->deadline_armed = true;
+    }
+    return 0;
+}
+
+void tide__smtp_msgs_end(struct tide_smtp_sender *s)
+{
+    while (s->msgs) {
+        struct tide__smtp_msg *m = s->msgs;
+        TIDE__SMTP_UNLINK(&s->msgs, m);
+        if (m->acq)
+            tide_evpool_cancel(m->acq, false);
+        give_back(m, false);
+        msg_free(m);
+    }
+}

@@ -1,0 +1,316 @@
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/pem.h>
+
+#ifndef SMTPD_PY
+#error "SMTPD_PY: the path of tests/smtp/smtpd.py"
+#endif
+
+#define PYTHON "/usr/bin/python3" /* Debian's: the one aiosmtpd is for */
+
+extern char **environ;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static pid_t run(const char *const *argv)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    int rc =
+        posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc == 0 ? pid : 0;
+}
+
+bool smtp_server_installed(void)
+{
+    const char *argv[] = {PYTHON, "-c", "import aiosmtpd.smtp", NULL};
+    if (access(PYTHON, X_OK) != 0)
+        return false;
+    pid_t pid = run(argv);
+    int status;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
+/* A port nobody listens on now: the kernel's pick for a socket bound to
+ * port 0, closed again (aiosmtpd picks none itself); one taken in between
+ * makes the start fail with 98, and it is retried. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    int port = 0;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+static int count_lines(const char *path, const char *word)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[256];
+    int n = 0;
+    size_t w = strlen(word);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, word, w) == 0 && (line[w] == '\n' || line[w] == ' '))
+            n++;
+    fclose(f);
+    return n;
+}
+
+static bool spawn(struct smtp_server *s)
+{
+    char port[16], timeout[32], delay[32];
+    snprintf(port, sizeof port, "%d", s->port);
+    snprintf(timeout, sizeof timeout, "%.3f",
+             s->o.timeout_ms ? s->o.timeout_ms / 1000.0 : 300.0);
+    snprintf(delay, sizeof delay, "%.3f", s->o.delay_ms / 1000.0);
+    const char *argv[32] = {PYTHON,  "-u",       SMTPD_PY,  "--port",
+                            port,    "--record", s->record, "--timeout",
+                            timeout, "--delay",  delay};
+    int n = 11;
+    if (s->tls) {
+        argv[n++] = "--tlscert";
+        argv[n++] = s->cert_path;
+        argv[n++] = "--tlskey";
+        argv[n++] = s->key_path;
+    }
+    if (s->o.require_starttls)
+        argv[n++] = "--require-starttls";
+    if (s->o.auth) {
+        argv[n++] = "--auth";
+        argv[n++] = s->o.auth;
+    }
+    if (s->o.refuse) {
+        argv[n++] = "--refuse";
+        argv[n++] = s->o.refuse;
+    }
+    if (s->o.greet421)
+        argv[n++] = "--greet421";
+    argv[n] = NULL;
+    s->pid = run(argv);
+    if (s->pid <= 0) {
+        s->pid = 0;
+        return false;
+    }
+    for (int waited = 0; waited < 10000; waited += 10) {
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            s->pid = 0; /* it ended: the port was taken, or worse */
+            return false;
+        }
+        if (count_lines(s->record, "READY") > s->starts) {
+            s->starts++;
+            return true;
+        }
+        sleep_ms(10);
+    }
+    smtp_server_stop(s);
+    return false;
+}
+
+static bool write_pem(const char *path, X509 *cert, EVP_PKEY *key)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    bool ok =
+        cert ? PEM_write_X509(f, cert) == 1
+             : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) == 1;
+    return fclose(f) == 0 && ok;
+}
+
+bool smtp_server_start(struct smtp_server *s, const struct smtp_server_opts *o)
+{
+    memset(s, 0, sizeof *s);
+    s->o = *o;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/tide-smtp-XXXXXX",
+             tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+    if (!mkdtemp(s->dir))
+        return false;
+    snprintf(s->record, sizeof s->record, "%s/record", s->dir);
+    snprintf(s->cert_path, sizeof s->cert_path, "%s/cert.pem", s->dir);
+    snprintf(s->key_path, sizeof s->key_path, "%s/key.pem", s->dir);
+    if (o->cert && (!write_pem(s->cert_path, o->cert, NULL) ||
+                    !write_pem(s->key_path, NULL, o->key)))
+        return false;
+    s->tls = o->cert != NULL;
+    s->o.cert = NULL;
+    s->o.key = NULL;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        s->port = free_port();
+        if (s->port && spawn(s))
+            return true;
+    }
+    return false;
+}
+
+static void end(struct smtp_server *s, int sig)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, sig);
+    for (int waited = 0; waited < 5000; waited += 5) {
+        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return;
+        }
+        sleep_ms(5);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+}
+
+void smtp_server_stop(struct smtp_server *s)
+{
+    end(s, SIGTERM);
+}
+
+void smtp_server_kill(struct smtp_server *s)
+{
+    end(s, SIGKILL);
+}
+
+bool smtp_server_restart(struct smtp_server *s)
+{
+    smtp_server_stop(s);
+    /* the listening port was just closed: a moment for it to come free */
+    for (int attempt = 0; attempt < 20; attempt++) {
+        if (spawn(s))
+            return true;
+        sleep_ms(50);
+    }
+    return false;
+}
+
+void smtp_server_dispose(struct smtp_server *s)
+{
+    smtp_server_stop(s);
+    if (!s->dir[0])
+        return;
+    unlink(s->record);
+    unlink(s->cert_path);
+    unlink(s->key_path);
+    rmdir(s->dir);
+    s->dir[0] = '\0';
+}
+
+static char *unhex(const char *hex, size_t *len)
+{
+    size_t n = strcmp(hex, "-") == 0 ? 0 : strlen(hex) / 2;
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+            free(out);
+            return NULL;
+        }
+        out[i] = (char)v;
+    }
+    out[n] = '\0';
+    *len = n;
+    return out;
+}
+
+bool smtp_record_read(const struct smtp_server *s, struct smtp_record *r)
+{
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(s->record, "r");
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    int room = 0;
+    while ((got = getline(&line, &cap, f)) > 0) {
+        if (line[got - 1] == '\n')
+            line[got - 1] = '\0';
+        if (strcmp(line, "READY") == 0) {
+            /* a restart: the sessions of the one before ended with it */
+            r->conns = r->gone = 0;
+        } else if (strcmp(line, "CONN") == 0) {
+            r->conns++;
+        } else if (strcmp(line, "GONE") == 0) {
+            r->gone++;
+        } else if (strncmp(line, "AUTH ok ", 8) == 0) {
+            r->auth_ok++;
+        } else if (strncmp(line, "AUTH bad ", 9) == 0) {
+            r->auth_bad++;
+        } else if (strncmp(line, "MSG ", 4) == 0) {
+            if (r->n == room) {
+                room = room ? 2 * room : 64;
+                r->msgs = realloc(r->msgs, (size_t)room * sizeof *r->msgs);
+                if (!r->msgs)
+                    break;
+            }
+            struct smtp_message *m = &r->msgs[r->n];
+            memset(m, 0, sizeof *m);
+            char *save = NULL;
+            strtok_r(line, " ", &save);
+            const char *id = strtok_r(NULL, " ", &save);
+            const char *rcpts = strtok_r(NULL, " ", &save);
+            const char *hex = strtok_r(NULL, " ", &save);
+            if (!id || !rcpts || !hex)
+                continue;
+            snprintf(m->id, sizeof m->id, "%s", id);
+            snprintf(m->rcpts, sizeof m->rcpts, "%s", rcpts);
+            m->content = unhex(hex, &m->len);
+            if (m->content)
+                r->n++;
+        }
+    }
+    free(line);
+    fclose(f);
+    return true;
+}
+
+void smtp_record_free(struct smtp_record *r)
+{
+    for (int i = 0; i < r->n; i++)
+        free(r->msgs[i].content);
+    free(r->msgs);
+    memset(r, 0, sizeof *r);
+}
+
+int smtp_record_count(const struct smtp_record *r, const char *id)
+{
+    int n = 0;
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->msgs[i].id, id) == 0)
+            n++;
+    return n;
+}
