@@ -848,6 +848,24 @@ void tide_pool_overload(struct tide_pool *p, int64_t now, int64_t lag)
         tide__shedder_feed(&p->shedder, now, lag, in_flight(p));
 }
 
+void tide_pool_guards(struct tide_pool *p, int64_t now,
+                      struct tide_pool_guards *out)
+{
+    if (!out)
+        return;
+    *out = (struct tide_pool_guards){.bucket_tokens = -1.0,
+                                     .shedder_ceiling = -1.0};
+    if (!p)
+        return;
+    if (p->has_bucket)
+        out->bucket_tokens = tide__bucket_level(&p->bucket, now);
+    if (now < p->backoff_until)
+        out->backoff_hold = tide__elapsed(now, p->backoff_until);
+    out->backoff_failures = p->backoff_failures;
+    if (p->has_shedder)
+        out->shedder_ceiling = p->shedder.ceiling;
+}
+
 struct tide_limits tide_pool_limits(const struct tide_pool *p)
 {
     return p ? p->limits : tide_limits_resolve((struct tide_limits){0});

@@ -125,7 +125,10 @@ struct tide_limits {
  * the presets are applied where every pool resolves its limits, at
  * tide_pool_new and tide_evpool_new, with zero meaning the preset as ever.
  * TIDE_LIMITS_INIT(0) is all the presets. */
-#define TIDE_LIMITS_INIT(...) {__VA_ARGS__}
+#define TIDE_LIMITS_INIT(...)                                                  \
+    {                                                                          \
+        __VA_ARGS__                                                            \
+    }
 
 /* The limits with every zero field replaced by its preset. */
 TIDE_API struct tide_limits tide_limits_resolve(struct tide_limits limits);
@@ -524,6 +527,21 @@ TIDE_API struct tide_breaker *tide_pool_breaker(struct tide_pool *p);
 TIDE_API void tide_pool_overload(struct tide_pool *p, int64_t now, int64_t lag);
 /* The limits in force, presets resolved. */
 TIDE_API struct tide_limits tide_pool_limits(const struct tide_pool *p);
+
+/* What the ward's guards hold at now, for a dashboard or a simulator's
+ * boards (the breaker has its own getters). A guard the ward lacks reads
+ * as described. */
+struct tide_pool_guards {
+    double bucket_tokens;   /* tokens there now; -1 without a bucket */
+    int64_t backoff_hold;   /* ns until makes may resume; 0: no hold */
+    int backoff_failures;   /* failed makes in a row (with a backoff) */
+    double shedder_ceiling; /* resources in flight allowed now; -1
+                               without a shedder */
+};
+/* Reads the guards into *out (all "absent" for a NULL pool); changes
+ * nothing but the bucket's refill to now, which take would do anyway. */
+TIDE_API void tide_pool_guards(struct tide_pool *p, int64_t now,
+                               struct tide_pool_guards *out);
 
 /* ---- pick -------------------------------------------------------------- */
 

@@ -766,6 +766,42 @@ START_TEST(report_feeds_the_breaker_not_the_backoff)
 }
 END_TEST
 
+/* The guards read back what they hold: tokens spent, a hold after a
+ * failure, a ceiling cut by lag; absent ones read -1 or 0. */
+START_TEST(guards_read_back_what_they_hold)
+{
+    struct tide_pool_guards g;
+    struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
+    tide_pool_guards(p, 0, &g);
+    ck_assert(g.bucket_tokens == -1.0 && g.shedder_ceiling == -1.0);
+    ck_assert_int_eq(g.backoff_hold, 0);
+    tide_pool_free(p);
+    struct tide_bucket_options bu = {.rate = 10, .burst = 2};
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_shedder_options sh = {0};
+    struct tide_ward w = {.bucket = &bu, .backoff = &bk, .shedder = &sh};
+    p = new_pool(TIDE_LIMITS(.size = 8), &w);
+    tide_pool_guards(p, 0, &g);
+    ck_assert(g.bucket_tokens == 2.0);
+    ck_assert(g.shedder_ceiling == 8.0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    tide_pool_guards(p, 0, &g);
+    ck_assert(g.bucket_tokens == 1.0);
+    ck_assert_int_eq(g.backoff_hold, TIDE_MS(100));
+    ck_assert_int_eq(g.backoff_failures, 1);
+    tide_pool_guards(p, TIDE_MS(40), &g);
+    ck_assert_int_eq(g.backoff_hold, TIDE_MS(60));
+    tide_pool_overload(p, TIDE_MS(40), TIDE_SEC(1)); /* the loop lags */
+    tide_pool_guards(p, TIDE_MS(40), &g);
+    ck_assert(g.shedder_ceiling < 8.0);
+    tide_pool_guards(NULL, 0, &g);
+    ck_assert(g.bucket_tokens == -1.0);
+    tide_pool_guards(p, 0, NULL);
+    tide_pool_free(p);
+}
+END_TEST
+
 /* NULL where a pool or a resource belongs: an error code or a calm
  * nothing, never a crash. */
 START_TEST(null_is_answered_calmly)
@@ -863,6 +899,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, tried_ok_is_the_makes_success);
     tcase_add_test(tc, report_feeds_the_breaker_not_the_backoff);
     tcase_add_test(tc, null_is_answered_calmly);
+    tcase_add_test(tc, guards_read_back_what_they_hold);
     suite_add_tcase(s, tc);
     return s;
 }
