@@ -436,6 +436,13 @@ static void close_row(struct web_engine *e)
     r->p99 = web_waits_quantile(&e->waits, e->now / TIDE_SEC(1) - 1, 99);
     r->refusal_pm = web_engine_refusal_pm(e);
     r->retry_after = web_engine_retry_after(e);
+    struct tide_pool_guards g;
+    tide_pool_guards(e->pool, e->now, &g);
+    r->bucket_milli =
+        g.bucket_tokens < 0 ? -1 : (int64_t)(g.bucket_tokens * 1000 + 0.5);
+    r->backoff_hold = g.backoff_hold;
+    r->ceiling_milli =
+        g.shedder_ceiling < 0 ? -1 : (int64_t)(g.shedder_ceiling * 1000 + 0.5);
     e->rows[e->n_rows++] = *r;
     enum tide_breaker_state b = web_engine_breaker(e);
     *r = (struct web_row){.trail = {b}, .n_trail = 1};

@@ -78,6 +78,10 @@ struct web_row {
     int64_t bucket_span;  /* ns: the last LATER the bucket answered, or 0 */
     int64_t backoff_span; /* ns: the last LATER backoff answered, or 0 */
     int64_t retry_after;  /* ns: the breaker's own retry_after now */
+    /* the guards as the core holds them now (tide_pool_guards) */
+    int64_t bucket_milli;  /* bucket tokens x 1000; -1 without a bucket */
+    int64_t backoff_hold;  /* ns until makes may resume; 0: no hold */
+    int64_t ceiling_milli; /* shedder ceiling x 1000; -1 without one */
     /* in the second */
     int64_t made, make_failures, timeouts, queue_full, shed, served;
     int64_t shed_breaker, shed_shedder, shed_other;
@@ -132,7 +136,7 @@ int web_engine_refusal_pm(struct web_engine *e);
 size_t web_row_text(const struct web_row *r, char *buf);
 /* A row's fields as numbers, in a fixed order (fields.c names them), for
  * whoever shows more than the text: the page's boards. */
-#define WEB_ROW_FIELDS 22
+#define WEB_ROW_FIELDS 25
 /* Field i's name ("made", "bucket_span_ns"), or NULL past the last. */
 const char *web_row_field_name(int i);
 /* Row r's fields into out[WEB_ROW_FIELDS]. */

@@ -5,12 +5,13 @@
 #include "engine.h"
 
 static const char *const names[WEB_ROW_FIELDS] = {
-    "second",          "phase",          "lent",       "idle",
-    "waiting",         "p99_ns",         "refusal_pm", "bucket_span_ns",
-    "backoff_span_ns", "retry_after_ns", "made",       "make_failures",
-    "timeouts",        "queue_full",     "shed",       "served",
-    "shed_breaker",    "shed_shedder",   "shed_other", "later_bucket",
-    "later_backoff",   "breaker_last",
+    "second",          "phase",          "lent",         "idle",
+    "waiting",         "p99_ns",         "refusal_pm",   "bucket_span_ns",
+    "backoff_span_ns", "retry_after_ns", "made",         "make_failures",
+    "timeouts",        "queue_full",     "shed",         "served",
+    "shed_breaker",    "shed_shedder",   "shed_other",   "later_bucket",
+    "later_backoff",   "breaker_last",   "bucket_milli", "backoff_hold_ns",
+    "ceiling_milli",
 };
 
 const char *web_row_field_name(int i)
@@ -32,6 +33,8 @@ void web_row_values(const struct web_row *r, int64_t *out)
         r->shed_breaker,  r->shed_shedder,
         r->shed_other,    r->later_bucket,
         r->later_backoff, r->trail[r->n_trail - 1],
+        r->bucket_milli,  r->backoff_hold,
+        r->ceiling_milli,
     };
     for (int k = 0; k < WEB_ROW_FIELDS; k++)
         out[k] = v[k];

@@ -135,6 +135,11 @@ function showBoards(live) {
   $('backoff-span').textContent = fmtMs(row.backoff_span_ns);
   $('backoff-failed').textContent = String(row.make_failures);
   $('shedder-shed').textContent = String(row.shed_shedder);
+  $('bucket-tokens').textContent =
+    row.bucket_milli < 0 ? 'none' : (row.bucket_milli / 1000).toFixed(2);
+  $('backoff-hold').textContent = fmtMs(row.backoff_hold_ns);
+  $('shedder-ceiling').textContent =
+    row.ceiling_milli < 0 ? 'none' : (row.ceiling_milli / 1000).toFixed(2);
 }
 
 function draw() {
