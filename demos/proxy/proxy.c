@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <event2/listener.h>
@@ -203,6 +204,9 @@ struct client {
      * read to its end into `sink`, so the connection goes back whole */
     bool orphan;
     struct evbuffer *sink;
+    /* what the client is sent is gathered here and written straight to
+     * the socket when nothing is queued before it (see client_flush) */
+    struct evbuffer *pending;
 };
 
 /* What an orphaned exchange may still read to save its connection; a
@@ -212,7 +216,32 @@ struct client {
 /* Where bytes for the client go: its output, or the sink once it left. */
 static struct evbuffer *client_out(struct client *c)
 {
-    return c->orphan ? c->sink : bufferevent_get_output(c->bev);
+    return c->orphan ? c->sink : c->pending;
+}
+
+/* Bytes on their way to the client, gathered and queued. */
+static size_t client_queued(struct client *c)
+{
+    return evbuffer_get_length(c->pending) +
+           (c->bev ? evbuffer_get_length(bufferevent_get_output(c->bev)) : 0);
+}
+
+/* Sends what was gathered: straight to the socket when the bufferevent
+ * has nothing queued (one writev, and no write event to add and remove:
+ * a bufferevent only writes from the loop), the rest queued behind. */
+static void client_flush(struct client *c)
+{
+    if (c->orphan) {
+        evbuffer_drain(c->sink, evbuffer_get_length(c->sink));
+        return;
+    }
+    if (!c->bev || evbuffer_get_length(c->pending) == 0)
+        return;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (evbuffer_get_length(out) == 0)
+        (void)evbuffer_write(c->pending, bufferevent_getfd(c->bev));
+    if (evbuffer_get_length(c->pending) > 0)
+        evbuffer_add_buffer(out, c->pending);
 }
 
 static void client_free(struct client *c);
@@ -495,7 +524,7 @@ static int rs_body(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
     struct evbuffer *out = client_out(c);
-    if (evbuffer_get_length(out) + len > OUTPUT_HIGH && c->ub)
+    if (client_queued(c) + len > OUTPUT_HIGH && c->ub)
         bufferevent_disable(c->ub, EV_READ);
     if (c->chunked_out) {
         evbuffer_add_printf(out, "%zx\r\n", len);
@@ -614,10 +643,13 @@ static void upstream_parse(struct client *c)
 static void on_upstream_read(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    upstream_parse(arg);
+    struct client *c = arg;
+    upstream_parse(c);
+    if (c->state != C_DEAD)
+        client_flush(c);
 }
 
-static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
+static void upstream_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
     struct client *c = arg;
@@ -654,6 +686,14 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct client *c = arg;
+    upstream_event(bev, what, c);
+    if (c->state != C_DEAD)
+        client_flush(c);
+}
+
 static void send_upstream(struct client *c)
 {
     http_parser_init(&c->resp_parser, HTTP_RESPONSE);
@@ -668,13 +708,19 @@ static void send_upstream(struct client *c)
     bufferevent_setcb(c->ub, on_upstream_read, NULL, on_upstream_event, c);
     bufferevent_set_timeouts(c->ub, &tv, NULL);
     bufferevent_enable(c->ub, EV_READ | EV_WRITE);
-    /* one write: the request is whole */
-    bufferevent_write_buffer(c->ub, c->req);
+    /* one write: the request is whole. Over plain TCP with nothing queued
+     * it goes straight to the socket, as the client's answers do; a TLS
+     * bufferevent's socket carries records, so it writes through it */
+    if (!bufferevent_openssl_get_ssl(c->ub) &&
+        evbuffer_get_length(bufferevent_get_output(c->ub)) == 0)
+        (void)evbuffer_write(c->req, bufferevent_getfd(c->ub));
+    if (evbuffer_get_length(c->req) > 0)
+        bufferevent_write_buffer(c->ub, c->req);
 }
 
-static void on_acquired(struct tide_group *g, int status,
-                        struct tide_group_upstream *u, void *resource,
-                        const struct tide_why *why, void *arg)
+static void acquired(struct tide_group *g, int status,
+                     struct tide_group_upstream *u, void *resource,
+                     const struct tide_why *why, void *arg)
 {
     (void)g;
     struct client *c = arg;
@@ -709,6 +755,16 @@ static void on_acquired(struct tide_group *g, int status,
     client_next(c);
 }
 
+static void on_acquired(struct tide_group *g, int status,
+                        struct tide_group_upstream *u, void *resource,
+                        const struct tide_why *why, void *arg)
+{
+    struct client *c = arg;
+    acquired(g, status, u, resource, why, c);
+    if (c->state != C_DEAD)
+        client_flush(c);
+}
+
 static void start_exchange(struct client *c)
 {
     /* an idle connection at once saves the trips through the loop */
@@ -741,7 +797,8 @@ static void client_finish(struct client *c)
     }
     c->state = C_FLUSHING;
     bufferevent_disable(c->bev, EV_READ);
-    if (evbuffer_get_length(client_out(c)) == 0)
+    client_flush(c);
+    if (client_queued(c) == 0)
         client_kill(c);
 }
 
@@ -769,6 +826,8 @@ static void on_client_read(struct bufferevent *bev, void *arg)
         client_parse(c);
     if (c->state == C_FLUSHING)
         client_finish(c);
+    if (c->state != C_DEAD)
+        client_flush(c);
 }
 
 static void on_client_write(struct bufferevent *bev, void *arg)
@@ -860,6 +919,7 @@ static void client_free(struct client *c)
         bufferevent_free(c->bev);
     if (c->sink)
         evbuffer_free(c->sink);
+    evbuffer_free(c->pending);
     headers_dispose(&c->req_headers);
     headers_dispose(&c->resp_headers);
     free(c->url);
@@ -890,13 +950,16 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     c->bev = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->req = evbuffer_new();
     c->req_body = evbuffer_new();
-    if (!c->bev || !c->req || !c->req_body) {
+    c->pending = evbuffer_new();
+    if (!c->bev || !c->req || !c->req_body || !c->pending) {
         if (c->bev)
             bufferevent_free(c->bev);
         else
             evutil_closesocket(fd);
         evbuffer_free(c->req);
         evbuffer_free(c->req_body);
+        if (c->pending)
+            evbuffer_free(c->pending);
         free(c);
         return;
     }
