@@ -90,7 +90,7 @@ static int count_lines(const char *path, const char *word)
 
 static bool spawn(struct smtp_server *s)
 {
-    char port[16], timeout[32], delay[32];
+    char port[16], timeout[32], delay[32], drop[16];
     snprintf(port, sizeof port, "%d", s->port);
     snprintf(timeout, sizeof timeout, "%.3f",
              s->o.timeout_ms ? s->o.timeout_ms / 1000.0 : 300.0);
@@ -117,6 +117,13 @@ static bool spawn(struct smtp_server *s)
     }
     if (s->o.greet421)
         argv[n++] = "--greet421";
+    if (s->o.drop_mail) {
+        snprintf(drop, sizeof drop, "%d", s->o.drop_mail);
+        argv[n++] = "--drop-mail";
+        argv[n++] = drop;
+    }
+    if (s->o.drop_421)
+        argv[n++] = "--drop-421";
     argv[n] = NULL;
     s->pid = run(argv);
     if (s->pid <= 0) {
@@ -266,6 +273,8 @@ bool smtp_record_read(const struct smtp_server *s, struct smtp_record *r)
             r->conns++;
         } else if (strcmp(line, "GONE") == 0) {
             r->gone++;
+        } else if (strcmp(line, "DROP") == 0) {
+            r->drops++;
         } else if (strncmp(line, "AUTH ok ", 8) == 0) {
             r->auth_ok++;
         } else if (strncmp(line, "AUTH bad ", 9) == 0) {

@@ -23,6 +23,9 @@ struct smtp_server_opts {
     const char *refuse;    /* a recipient answered 550; NULL: none */
     bool greet421;         /* every session greeted 421 and closed */
     int delay_ms;          /* before the verdict on each message */
+    int drop_mail;         /* a session's drop_mail-th MAIL FROM closes it
+                              without an answer; 0: never */
+    bool drop_421;         /* ... after a 421 */
 };
 
 struct smtp_server {
@@ -68,7 +71,8 @@ struct smtp_record {
     int gone;  /* ... and closed since then */
     int auth_ok;
     int auth_bad;
-    int n; /* messages */
+    int drops; /* sessions closed at MAIL FROM */
+    int n;     /* messages */
     struct smtp_message *msgs;
 };
 

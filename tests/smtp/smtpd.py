@@ -13,6 +13,7 @@ at once (a kill loses nothing written before it):
                              "-"), the recipients joined by ",", and the
                              content as the server received it, in hex
   AUTH <ok|bad> <user>       an AUTH attempt
+  DROP                       a session closed at MAIL FROM (--drop-mail)
 Exit code 98 when the port is taken (the test picks another).
 """
 import argparse
@@ -34,10 +35,27 @@ class Recorder:
 
 
 class Handler:
-    def __init__(self, rec, refuse, delay):
+    def __init__(self, rec, refuse, delay, drop_mail, drop_421):
         self.rec = rec
         self.refuse = set(refuse)
         self.delay = delay
+        self.drop_mail = drop_mail
+        self.drop_421 = drop_421
+
+    async def handle_MAIL(self, server, session, envelope, address, options):
+        # the drop_mail-th MAIL FROM of a session closes it instead of an
+        # answer (or with a 421): a session that dies between messages
+        n = getattr(server, "_tide_mails", 0) + 1
+        server._tide_mails = n
+        if n == self.drop_mail:
+            self.rec.line("DROP")
+            if self.drop_421:
+                server.transport.write(b"421 4.3.0 Closing this session\r\n")
+            server.transport.close()
+            return "421 4.3.0 closed"
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
 
     async def handle_RCPT(self, server, session, envelope, address, options):
         if address in self.refuse:
@@ -106,6 +124,10 @@ def main():
     ap.add_argument("--greet421", action="store_true")
     ap.add_argument("--delay", type=float, default=0,
                     help="seconds before the verdict on each message")
+    ap.add_argument("--drop-mail", type=int, default=0,
+                    help="close a session at its Nth MAIL FROM")
+    ap.add_argument("--drop-421", action="store_true",
+                    help="... with a 421 first")
     a = ap.parse_args()
 
     rec = Recorder(a.record)
@@ -124,7 +146,7 @@ def main():
         # handled=False: aiosmtpd answers 535 itself
         return AuthResult(success=ok, handled=False)
 
-    handler = Handler(rec, a.refuse, a.delay)
+    handler = Handler(rec, a.refuse, a.delay, a.drop_mail, a.drop_421)
 
     def factory():
         if a.greet421:

@@ -2,7 +2,8 @@
  * 550 while the others get the message; lines starting with "." and bare
  * LF arrive intact; a message every recipient refuses leaves the session
  * clean for the next; the server's idle timeout closing sessions between
- * messages costs no sender an error; a restart mid-batch delivers every
+ * messages costs no sender an error, nor does a session that dies at MAIL
+ * FROM (closed, or after a 421); a restart mid-batch delivers every
  * message at most once and reports each success truthfully; the
  * per-session message limit; many messages at a concurrency of 8 on a
  * handful of sessions. */
@@ -98,6 +99,45 @@ START_TEST(idle_timeout_between_messages_costs_no_error)
     struct tide_smtp_stats st = sender_end(s);
     ck_assert_uint_eq(st.delivered, 3);
     ck_assert_uint_ge(st.pool.lost, 2); /* dropped while idle */
+}
+END_TEST
+
+/* The session dies at the second message's MAIL FROM: nothing was
+ * delivered, so the message goes again on a new session and arrives once;
+ * with a 421 first as without. */
+static void session_dying_at_mail(bool with_421)
+{
+    server_up(&(struct smtp_server_opts){.drop_mail = 2, .drop_421 = with_421});
+    struct tide_smtp_options o = plain_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    const char *one[] = {"a@test.example"};
+    struct sent a = send_wait(s, "k1", one, 1, "first\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.attempts, 1);
+    a = send_wait(s, "k2", one, 1, "second\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.attempts, 2);
+    struct smtp_record r = record_now();
+    ck_assert_int_eq(r.drops, 1);
+    ck_assert_int_eq(r.n, 2);
+    ck_assert_int_eq(smtp_record_count(&r, "k1"), 1);
+    ck_assert_int_eq(smtp_record_count(&r, "k2"), 1);
+    ck_assert_int_eq(r.conns, 2);
+    smtp_record_free(&r);
+    struct tide_smtp_stats st = sender_end(s);
+    ck_assert_uint_eq(st.retried, 1);
+    ck_assert_uint_eq(st.failed, 0);
+}
+
+START_TEST(session_closed_at_mail_from_is_sent_again_once)
+{
+    session_dying_at_mail(false);
+}
+END_TEST
+
+START_TEST(session_421_at_mail_from_is_sent_again_once)
+{
+    session_dying_at_mail(true);
 }
 END_TEST
 
@@ -244,6 +284,8 @@ static Suite *suite(void)
     tcase_add_test(tc, every_recipient_refused_leaves_the_session_clean);
     tcase_add_test(tc, dots_and_bare_line_ends_arrive_intact);
     tcase_add_test(tc, idle_timeout_between_messages_costs_no_error);
+    tcase_add_test(tc, session_closed_at_mail_from_is_sent_again_once);
+    tcase_add_test(tc, session_421_at_mail_from_is_sent_again_once);
     tcase_add_test(tc,
                    restart_mid_batch_delivers_at_most_once_and_tells_the_truth);
     tcase_add_test(tc, session_message_limit_opens_a_new_session);
