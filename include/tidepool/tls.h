@@ -76,6 +76,13 @@
  *   struct tide_tcp_options o = {.host = "127.0.0.1", .port = 6379,
  *                                .setup = ping};
  *
+ * Upgrade in place (STARTTLS): a TLS factory with an upgrade callback
+ * connects in plaintext, runs the protocol's exchange that asks for TLS
+ * (SMTP's EHLO and STARTTLS, IMAP's STARTTLS, PostgreSQL's SSLRequest) on
+ * the same token type as the setup, then the handshake on the same socket,
+ * verified as any TLS connection, then the setup over TLS. The protocol's
+ * words stay in the protocol's code: the factory only switches the socket.
+ *
  * Unix domain sockets: `path` instead of host and port connects to a local
  * socket (a Redis or PostgreSQL on the same machine), with the same
  * timeouts, errors, idle watch, checks and setup. No listener on the socket
