@@ -2,9 +2,10 @@
  * session carries message after message (RSET between them, QUIT at the
  * end); STARTTLS upgrades it on the same socket, verified, resumed on the
  * next session; a server that requires STARTTLS refuses a plaintext
- * sender in its own words; a certificate with the wrong name, a server
- * without STARTTLS, AUTH right and wrong; credentials never sent in
- * plaintext unless asked; a server greeting 421 is not stormed. */
+ * sender in its own words; an idle session is NOOPed and kept; a certificate
+ * with the wrong name, a server without STARTTLS, AUTH right and wrong;
+ * credentials never sent in plaintext unless asked; a server greeting 421 is
+ * not stormed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,29 @@ START_TEST(plain_session_carries_message_after_message)
     ck_assert_uint_eq(st.resets, 5); /* RSET after each */
     ck_assert_uint_eq(st.quits, 1);  /* QUIT when closed */
     ck_assert_uint_eq(st.pool.reset_failures, 0);
+}
+END_TEST
+
+/* An idle session is NOOPed by the pool's health check, answered 250, and
+ * stays: the next message goes on it. */
+START_TEST(idle_session_is_nooped_and_kept)
+{
+    server_up(&(struct smtp_server_opts){0});
+    struct tide_smtp_options o = plain_options(1);
+    o.pool.health_interval = TIDE_MS(100);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "h1", one, 1, "before\r\n", 5000);
+    ck_assert_int_eq(a.status, 0);
+    run_ms(500);
+    a = send_wait(s, "h2", one, 1, "after\r\n", 5000);
+    ck_assert_int_eq(a.status, 0);
+    struct smtp_record r = record_now();
+    ck_assert_int_eq(r.conns, 1);
+    ck_assert_int_eq(r.n, 2);
+    smtp_record_free(&r);
+    struct tide_smtp_stats st = sender_end(s);
+    ck_assert_uint_ge(st.checks, 2);
+    ck_assert_uint_eq(st.pool.health_failures, 0);
 }
 END_TEST
 
@@ -260,6 +284,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("session");
     smtp_fixture_add(tc, 60);
     tcase_add_test(tc, plain_session_carries_message_after_message);
+    tcase_add_test(tc, idle_session_is_nooped_and_kept);
     tcase_add_test(tc, starttls_upgrades_the_session_and_resumes_the_next);
     tcase_add_test(tc,
                    starttls_required_refuses_a_plaintext_sender_in_its_words);
