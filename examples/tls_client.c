@@ -167,6 +167,7 @@ static int fetch(struct event_base *base, struct tide_evpool *pool,
 }
 /* README excerpt "tls" ends */
 
+/* README excerpt "tls-main" begins */
 /* A whole file, NUL-terminated; NULL when it cannot be read. */
 static char *slurp(const char *path)
 {
@@ -237,3 +238,4 @@ int main(int argc, char **argv)
     printf("%s\n", passed ? "passed" : "FAILED");
     return passed ? 0 : 1;
 }
+/* README excerpt "tls-main" ends */

@@ -1,10 +1,10 @@
-/* The README's TLS example, compiled and run: connections from a pool of a
- * TLS factory, a request written on each, the response read to its last
- * byte, the connection released and reused. The code between the markers is
- * the example as printed in README.md ("TLS connections"), byte for byte: a
- * test below compares the two. The test around it gives it a server (an
- * HTTP/1.1 responder over TLS in the test process) and a CA. Its main() is
- * compiled here as readme_main and never run: it would go to example.com. */
+/* The README's TLS example, examples/tls_client.c (the README prints it as
+ * an excerpt, checked by examples/check-readme), driven here: connections
+ * from a pool of a TLS factory, a request written on each, the response
+ * read to its last byte, the connection released and reused. The tests give
+ * it a server (an HTTP/1.1 responder over TLS in the test process) and a
+ * CA; its main() is compiled as tls_client_main, and run by the examples
+ * suite. */
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,189 +15,10 @@
 
 #include "fixture.h"
 
-#define main readme_main
-int readme_main(void);
-/* ---- README example begins ---- */
-#include <errno.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
-#include <event2/util.h>
-#include <tidepool/tls.h>
-
-struct exchange {
-    struct tide_evpool *pool;
-    /* 0 while running, 1 when done, else a TIDE_E code, or -1 for a
-     * response this example cannot read to its end */
-    int status;
-    char head[128];   /* the status line */
-    bool in_body;     /* the headers are read */
-    long long length; /* Content-Length; -1 while none was seen */
-    long long got;    /* body bytes read */
-    char body[512];   /* the body's first bytes */
-};
-
-/* Content-Length's value: digits, blanks around them; -1 otherwise. */
-static long long content_length(const char *v)
-{
-    while (*v == ' ' || *v == '\t')
-        v++;
-    if (*v < '0' || *v > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    while (*end == ' ' || *end == '\t')
-        end++;
-    return errno == 0 && *end == '\0' ? n : -1;
-}
-
-/* The response is read to its last byte before the connection goes back:
- * the headers line by line, then Content-Length bytes of body. Until then,
- * wait for more. */
-static void on_reply(struct bufferevent *bev, void *arg)
-{
-    struct exchange *x = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    char *line;
-    while (!x->in_body &&
-           (line = evbuffer_readln(in, NULL, EVBUFFER_EOL_CRLF_STRICT))) {
-        if (!x->head[0])
-            snprintf(x->head, sizeof x->head, "%s", line);
-        else if (!line[0])
-            x->in_body = true; /* the blank line */
-        else if (evutil_ascii_strncasecmp(line, "content-length:", 15) == 0)
-            x->length = content_length(line + 15);
-        free(line);
-    }
-    if (!x->in_body && evbuffer_get_length(in) < 8192)
-        return; /* the headers go on */
-    if (!x->in_body || x->length < 0) {
-        /* a header line past 8 KiB, or no Content-Length (chunked, or
-         * ended by close): where the response ends is not known here, so
-         * the connection cannot be reused */
-        fprintf(stderr, "%s: length unknown, discarded\n", x->head);
-        tide_evpool_discard(x->pool, bev);
-        x->status = -1;
-        return;
-    }
-    while (x->got < x->length && evbuffer_get_length(in) > 0) {
-        size_t n = evbuffer_get_length(in);
-        if ((long long)n > x->length - x->got)
-            n = (size_t)(x->length - x->got);
-        size_t room = x->got < (long long)sizeof x->body - 1
-                          ? sizeof x->body - 1 - (size_t)x->got
-                          : 0;
-        size_t kept = n < room ? n : room;
-        evbuffer_remove(in, x->body + x->got, kept);
-        evbuffer_drain(in, n - kept); /* read past what is kept */
-        x->got += (long long)n;
-    }
-    if (x->got < x->length)
-        return; /* the body goes on */
-    /* complete, nothing left unread: back to the pool, where it is watched
-     * until the next caller is handed it */
-    tide_evpool_release(x->pool, bev);
-    x->status = 1;
-}
-
-/* A broken connection (reset, closed, timed out) is discarded, never
- * given back: the pool closes it and makes a new one when needed. */
-static void on_error(struct bufferevent *bev, short what, void *arg)
-{
-    struct exchange *x = arg;
-    char why[256];
-    x->status = tide_net_event_error(bev, what, NULL, why, sizeof why);
-    fprintf(stderr, "exchange failed: %s\n", why);
-    tide_evpool_discard(x->pool, bev);
-}
-
-static void on_connection(struct tide_evpool *pool, int status, void *resource,
-                          const struct tide_why *why, void *arg)
-{
-    (void)pool;
-    struct exchange *x = arg;
-    if (status != 0) { /* DNS, refused, untrusted, timed out...: why */
-        fprintf(stderr, "no connection: %s\n", why->message);
-        x->status = status;
-        return;
-    }
-    /* connected, handshaken and verified; no callbacks of anyone else's */
-    struct bufferevent *bev = resource;
-    static const char request[] = "GET / HTTP/1.1\r\n"
-                                  "Host: example.com\r\n\r\n";
-    struct timeval limit = {5, 0};
-    bufferevent_setcb(bev, on_reply, NULL, on_error, x);
-    bufferevent_set_timeouts(bev, &limit, &limit);
-    /* one write: one TLS record */
-    bufferevent_write(bev, request, sizeof request - 1);
-}
-
-/* A TLS factory and a pool of its connections; 0 or -1. */
-static int open_pool(struct event_base *base, const struct tide_tls_options *o,
-                     struct tide_tls_factory **factory,
-                     struct tide_evpool **pool)
-{
-    if (tide_tls_factory_new(base, o, factory) != 0)
-        return -1;
-    struct tide_factory table;
-    tide_tls_factory_bind(*factory, &table);
-    struct tide_evpool_options po = {.limits = TIDE_LIMITS(.size = 8)};
-    if (tide_evpool_new(base, &table, &po, pool) != 0) {
-        tide_tls_factory_free(*factory);
-        return -1;
-    }
-    return 0;
-}
-
-/* One request over a pooled connection, the loop run until it is
- * answered; returns 1 with the response in *x, else why not. */
-static int fetch(struct event_base *base, struct tide_evpool *pool,
-                 struct exchange *x)
-{
-    *x = (struct exchange){.pool = pool, .length = -1};
-    int rc = tide_evpool_acquire(pool, TIDE_SEC(5), on_connection, x, NULL);
-    if (rc != 0)
-        return rc;
-    while (x->status == 0) /* bounded: 5 s to connect, 5 s to answer */
-        event_base_loop(base, EVLOOP_ONCE);
-    return x->status;
-}
-
-int main(void)
-{
-    signal(SIGPIPE, SIG_IGN); /* a write to a closed peer is an error */
-    struct event_base *base = event_base_new();
-    struct tide_tls_options o = {
-        .tcp = {.host = "example.com", .port = 443}, /* DNS: resolv.conf */
-        .alpn = (const char *[]){"http/1.1", NULL},  /* CAs: the system's */
-    };
-    struct tide_tls_factory *factory;
-    struct tide_evpool *pool;
-    if (open_pool(base, &o, &factory, &pool) != 0)
-        return 1;
-    /* three requests, each read to its end: one connection for all */
-    struct exchange x;
-    int status = 1;
-    for (int i = 0; i < 3 && status == 1; i++)
-        if ((status = fetch(base, pool, &x)) == 1)
-            printf("%s, %lld bytes\n", x.head, x.got);
-    struct tide_net_stats st;
-    tide_tls_factory_stats(factory, &st);
-    printf("connections made: %llu\n", (unsigned long long)st.made);
-    tide_evpool_free(pool);         /* the pool first: it closes its */
-    tide_tls_factory_free(factory); /* connections, then the factory */
-
-    event_base_loop(base, EVLOOP_NONBLOCK); /* sockets finish closing */
-    event_base_free(base);
-    return status == 1 ? 0 : 1;
-}
-/* ---- README example ends ---- */
+/* the example, main renamed: the tests drive open_pool and fetch */
+#define main tls_client_main
+#include "tls_client.c"
+#undef main
 #undef main
 
 /* ---- an HTTP/1.1 server over TLS ---- */
@@ -529,100 +350,6 @@ START_TEST(readme_example_reports_a_failure)
 }
 END_TEST
 
-/* ---- the README and this file agree ---- */
-
-/* A whole file, NUL-terminated; NULL when it cannot be read. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *text = NULL;
-    size_t n = 0;
-    for (;;) {
-        char *more = realloc(text, n + 4097);
-        ck_assert_ptr_nonnull(more);
-        text = more;
-        size_t got = fread(text + n, 1, 4096, f);
-        n += got;
-        if (got < 4096)
-            break;
-    }
-    fclose(f);
-    text[n] = '\0';
-    return text;
-}
-
-/* The text between two markers (each found after the previous), copied. */
-static char *between(const char *text, const char *after, const char *from,
-                     const char *to)
-{
-    const char *at = after ? strstr(text, after) : text;
-    const char *start = at ? strstr(at, from) : NULL;
-    if (!start)
-        return NULL;
-    start += strlen(from);
-    const char *end = strstr(start, to);
-    return end ? strndup(start, (size_t)(end - start)) : NULL;
-}
-
-/* The tree's root: __FILE__ is relative to the build directory (meson),
- * which is two levels above this binary, or absolute. */
-static void source_root(char *out, size_t len)
-{
-    char here[PATH_MAX];
-    int n;
-    if (__FILE__[0] == '/') {
-        n = snprintf(here, sizeof here, "%s", __FILE__);
-    } else {
-        char exe[PATH_MAX];
-        ssize_t got = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        ck_assert_int_gt(got, 0);
-        exe[got] = '\0';
-        *strrchr(exe, '/') = '\0';
-        n = snprintf(here, sizeof here, "%s/../../%s", exe, __FILE__);
-    }
-    ck_assert(n > 0 && (size_t)n < sizeof here);
-    *strrchr(here, '/') = '\0'; /* tests/tls */
-    n = snprintf(out, len, "%s/../..", here);
-    ck_assert(n > 0 && (size_t)n < len);
-}
-
-/* root/name, read whole. */
-static char *slurp_at(const char *root, const char *name)
-{
-    char path[PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s/%s", root, name);
-    ck_assert(n > 0 && (size_t)n < sizeof path);
-    char *text = slurp(path);
-    ck_assert_msg(text, "cannot read %s", path);
-    return text;
-}
-
-START_TEST(readme_example_is_this_files_code)
-{
-    char root[PATH_MAX];
-    source_root(root, sizeof root);
-    char *readme = slurp_at(root, "README.md");
-    char *self = slurp_at(root, "tests/tls/test_example.c");
-    char *printed =
-        between(readme, "\n## TLS connections\n", "\n```c\n", "\n```\n");
-    char *compiled =
-        between(self, NULL, "\n/* ---- README example begins ---- */\n",
-                "/* ---- README example ends ---- */\n");
-    ck_assert_ptr_nonnull(printed);
-    ck_assert_ptr_nonnull(compiled);
-    size_t n = strlen(printed);
-    ck_assert_msg(n > 0 && compiled[n] == '\n' && compiled[n + 1] == '\0' &&
-                      strncmp(printed, compiled, n) == 0,
-                  "README.md's TLS example differs from test_example.c's");
-    free(printed);
-    free(compiled);
-    free(readme);
-    free(self);
-}
-END_TEST
-
 static Suite *suite(void)
 {
     Suite *s = suite_create("example");
@@ -633,7 +360,6 @@ static Suite *suite(void)
     tcase_add_test(tc, release_with_body_unread_is_not_reused);
     tcase_add_test(tc, readme_example_discards_a_response_without_length);
     tcase_add_test(tc, readme_example_reports_a_failure);
-    tcase_add_test(tc, readme_example_is_this_files_code);
     suite_add_tcase(s, tc);
     return s;
 }
