@@ -1,7 +1,7 @@
 #include "load.h"
+#include "loop.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -82,31 +82,10 @@ struct load {
     struct caller callers[CALLERS];
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static struct timeval ms_tv(int64_t ms)
 {
     return (struct timeval){(time_t)(ms / 1000),
                             (suseconds_t)((ms % 1000) * 1000)};
-}
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
 }
 
 static uint32_t next_rand(struct caller *c)
@@ -245,7 +224,7 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
     }
     fig->answers++;
     c->state = C_IDLE;
-    if (now_ms() > c->deadline && !c->late)
+    if (tide_test_now_ms() > c->deadline && !c->late)
         fig->hung++;
     if (status == 0) {
         exchange(c, resource);
@@ -274,7 +253,7 @@ static void caller_acquire(struct caller *c)
     c->up = backend_up(ld);
     if (c->up)
         fig->acquires_up++;
-    c->deadline = now_ms() + ACQUIRE_TIMEOUT_MS + ANSWER_SLACK_MS;
+    c->deadline = tide_test_now_ms() + ACQUIRE_TIMEOUT_MS + ANSWER_SLACK_MS;
     c->late = false;
     c->state = C_ACQUIRING;
     int rc = tide_evpool_acquire(ld->pool, TIDE_MS(ACQUIRE_TIMEOUT_MS),
@@ -376,7 +355,7 @@ static void on_closed(struct tide_evpool *pool, void *arg)
 static void begin_stop(struct load *ld)
 {
     ld->stage = STOPPING;
-    ld->stop_at = now_ms();
+    ld->stop_at = tide_test_now_ms();
     for (int i = 0; i < CALLERS; i++)
         evtimer_del(ld->callers[i].timer);
     /* callers still waiting get TIDE_ECLOSED; loans come back as their
@@ -389,7 +368,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
     struct load *ld = arg;
-    int64_t now = now_ms();
+    int64_t now = tide_test_now_ms();
     for (int i = 0; i < CALLERS; i++) {
         struct caller *c = &ld->callers[i];
         if (c->state == C_ACQUIRING && now > c->deadline && !c->late) {
@@ -500,7 +479,7 @@ void chaos_run(const struct chaos_phase *ph, struct chaos_figures *out)
     out->tls = ph->tls;
     out->backend_down = ph->backend_down;
     out->ward = ph->ward;
-    out->fds_before = open_fds();
+    out->fds_before = tide_test_open_fds();
 
     struct load *ld = calloc(1, sizeof *ld);
     ck_assert_ptr_nonnull(ld);
@@ -512,7 +491,7 @@ void chaos_run(const struct chaos_phase *ph, struct chaos_figures *out)
     ld->base = event_base_new_with_config(cfg);
     event_config_free(cfg);
     ck_assert_ptr_nonnull(ld->base);
-    ld->t0 = now_ms();
+    ld->t0 = tide_test_now_ms();
     out->setup_ok = start(ld);
     if (!out->setup_ok) {
         teardown(ld);
@@ -527,7 +506,7 @@ void chaos_run(const struct chaos_phase *ph, struct chaos_figures *out)
     if (ld->pki_made)
         pki_free(&ld->pki);
     free(ld);
-    out->fds_after = open_fds();
+    out->fds_after = tide_test_open_fds();
 }
 
 /* ---- figures ---- */

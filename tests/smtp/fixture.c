@@ -1,52 +1,26 @@
 #include "fixture.h"
+#include "loop.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static struct smtp_fixture the_fixture;
 struct smtp_fixture *sx = &the_fixture;
 
 static int open_fds(void)
 {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
+    return tide_test_open_fds();
 }
 
 int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void on_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd, (void)what, (void)arg;
+    return tide_test_now_ms();
 }
 
 bool run_until(bool (*pred)(void *), void *arg, int ms)
 {
-    int64_t end = now_ms() + ms;
-    /* a tick, so one pass of the loop never blocks past it */
-    struct event *tick = event_new(sx->base, -1, EV_PERSIST, on_tick, NULL);
-    struct timeval tv = {0, 2000};
-    event_add(tick, &tv);
-    bool ok;
-    while (!(ok = pred && pred(arg)) && now_ms() < end)
-        event_base_loop(sx->base, EVLOOP_ONCE);
-    event_free(tick);
-    return ok;
+    return tide_test_run_until(sx->base, pred, arg, ms);
 }
 
 static bool never(void *arg)
