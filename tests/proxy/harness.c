@@ -76,14 +76,9 @@ static void write_file(const char *path, const void *data, size_t len)
 
 static int free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    close(fd);
-    return ntohs(a.sin_port);
+    int port = tide_test_free_port();
+    ck_assert_int_gt(port, 0);
+    return port;
 }
 
 int client_connect(int port)

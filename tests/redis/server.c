@@ -1,4 +1,5 @@
 #include "server.h"
+#include "loop.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,25 +37,6 @@ bool redis_server_installed(void)
     return found;
 }
 
-/* A port nobody listens on now: the kernel's pick for a socket bound to
- * port 0, closed again. Redis cannot pick one itself (--port 0 turns TCP
- * off); a port taken in between makes the start fail, and it is retried. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    int port = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
 static bool write_pem(const char *path, X509 *cert, EVP_PKEY *key)
 {
     FILE *f = fopen(path, "w");
@@ -64,12 +46,6 @@ static bool write_pem(const char *path, X509 *cert, EVP_PKEY *key)
         PEM_write_X509(f, cert) == 1 &&
         (!key || PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) == 1);
     return fclose(f) == 0 && ok;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
 }
 
 static bool answers(const struct redis_server *s)
@@ -127,7 +103,7 @@ static bool spawn(struct redis_server *s)
         }
         if (answers(s))
             return true;
-        sleep_ms(10);
+        tide_test_sleep_ms(10);
     }
     redis_server_stop(s);
     return false;
@@ -152,9 +128,11 @@ bool redis_server_start(struct redis_server *s, X509 *cert, EVP_PKEY *key,
             !write_pem(s->ca_path, ca, NULL))
             return false;
     }
+    /* Redis cannot pick a port itself (--port 0 turns TCP off): a free one, and
+     * a retry when it was taken in between */
     for (int attempt = 0; attempt < 5; attempt++) {
-        s->port = free_port();
-        s->tls_port = s->tls ? free_port() : 0;
+        s->port = tide_test_free_port();
+        s->tls_port = s->tls ? tide_test_free_port() : 0;
         if (s->port && (!s->tls || (s->tls_port && s->tls_port != s->port)) &&
             spawn(s))
             return true;
@@ -172,7 +150,7 @@ void redis_server_stop(struct redis_server *s)
             s->pid = 0;
             return;
         }
-        sleep_ms(5);
+        tide_test_sleep_ms(5);
     }
     kill(s->pid, SIGKILL);
     waitpid(s->pid, NULL, 0);
@@ -199,7 +177,7 @@ bool redis_server_restart(struct redis_server *s)
     for (int attempt = 0; attempt < 20; attempt++) {
         if (spawn(s))
             return true;
-        sleep_ms(50);
+        tide_test_sleep_ms(50);
     }
     return false;
 }

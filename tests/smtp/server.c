@@ -1,4 +1,5 @@
 #include "server.h"
+#include "loop.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -23,12 +24,6 @@
 
 extern char **environ;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static pid_t run(const char *const *argv)
 {
     posix_spawn_file_actions_t fa;
@@ -52,25 +47,6 @@ bool smtp_server_installed(void)
     int status;
     return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
            WEXITSTATUS(status) == 0;
-}
-
-/* A port nobody listens on now: the kernel's pick for a socket bound to
- * port 0, closed again (aiosmtpd picks none itself); one taken in between
- * makes the start fail with 98, and it is retried. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    int port = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
 }
 
 static int count_lines(const char *path, const char *word)
@@ -140,7 +116,7 @@ static bool spawn(struct smtp_server *s)
             s->starts++;
             return true;
         }
-        sleep_ms(10);
+        tide_test_sleep_ms(10);
     }
     smtp_server_stop(s);
     return false;
@@ -175,8 +151,10 @@ bool smtp_server_start(struct smtp_server *s, const struct smtp_server_opts *o)
     s->tls = o->cert != NULL;
     s->o.cert = NULL;
     s->o.key = NULL;
+    /* aiosmtpd picks no port itself: a free one, and a retry when it was taken
+     * in between (98) */
     for (int attempt = 0; attempt < 5; attempt++) {
-        s->port = free_port();
+        s->port = tide_test_free_port();
         if (s->port && spawn(s))
             return true;
     }
@@ -193,7 +171,7 @@ static void end(struct smtp_server *s, int sig)
             s->pid = 0;
             return;
         }
-        sleep_ms(5);
+        tide_test_sleep_ms(5);
     }
     kill(s->pid, SIGKILL);
     waitpid(s->pid, NULL, 0);
@@ -217,7 +195,7 @@ bool smtp_server_restart(struct smtp_server *s)
     for (int attempt = 0; attempt < 20; attempt++) {
         if (spawn(s))
             return true;
-        sleep_ms(50);
+        tide_test_sleep_ms(50);
     }
     return false;
 }

@@ -12,6 +12,11 @@ struct event_base;
 /* The descriptors open in this process now; -1 when /proc cannot say. */
 int tide_test_open_fds(void);
 int64_t tide_test_now_ms(void);
+void tide_test_sleep_ms(int ms);
+/* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0,
+ * closed again), for a server that cannot pick one itself; 0 on failure.
+ * One taken in between makes that server's start fail: retry it. */
+int tide_test_free_port(void);
 /* Runs base until pred(arg) holds (checked between passes; NULL: never)
  * or ms have passed; returns pred's last answer. A 2 ms tick keeps one
  * pass from blocking past the deadline. */
