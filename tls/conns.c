@@ -129,5 +129,11 @@ void tide__net_hand_over(struct bufferevent *bev)
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(bev, NULL, NULL);
     bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    /* Only when not enabled already: libevent adds the write event on
+     * every enable, whatever is queued, so a connection lent again would
+     * cost two epoll_ctl and a wake-up to find nothing to write. Enabled,
+     * the write event is added when the borrower writes. */
+    short both = EV_READ | EV_WRITE;
+    if ((bufferevent_get_enabled(bev) & both) != both)
+        bufferevent_enable(bev, both);
 }
