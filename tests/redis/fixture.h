@@ -69,6 +69,9 @@ struct answer {
 void record(struct tide_redis_client *c, int status,
             const struct redisReply *reply, const char *message, void *arg);
 void answer_clear(struct answer *a);
+/* n commands (at most 64) at once, so the pool opens n connections; each
+ * answered ok, then forgotten. */
+void fill(struct tide_redis_client *c, int n);
 bool answered(void *answer);
 /* Sends one command of NUL-terminated words, waits at most ms for its
  * answer (asserted), and returns it (the caller clears it). */

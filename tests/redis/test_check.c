@@ -14,37 +14,6 @@ static struct tide_redis_stats stats(struct tide_redis_client *c)
     return s;
 }
 
-struct many {
-    struct answer a[8];
-    int n;
-};
-
-static bool all_answered(void *arg)
-{
-    struct many *m = arg;
-    for (int i = 0; i < m->n; i++)
-        if (!m->a[i].calls)
-            return false;
-    return true;
-}
-
-/* n commands at once, so the pool opens n connections. */
-static void fill(struct tide_redis_client *c, int n)
-{
-    static struct many m;
-    memset(&m, 0, sizeof m);
-    m.n = n;
-    const char *argv[] = {"DEBUG", "SLEEP", "0"};
-    for (int i = 0; i < n; i++)
-        ck_assert_int_eq(tide_redis_command(c, 3, argv, NULL, record, &m.a[i]),
-                         0);
-    ck_assert(run_until(all_answered, &m, 5000));
-    for (int i = 0; i < n; i++) {
-        ck_assert_int_eq(m.a[i].status, 0);
-        answer_clear(&m.a[i]);
-    }
-}
-
 START_TEST(idle_connections_pinged_and_kept)
 {
     struct tide_redis_options o = tcp_options(3);
