@@ -707,7 +707,13 @@ static void send_upstream(struct client *c)
         .tv_usec = (suseconds_t)(c->px->response_timeout % 1000000000 / 1000)};
     bufferevent_setcb(c->ub, on_upstream_read, NULL, on_upstream_event, c);
     bufferevent_set_timeouts(c->ub, &tv, NULL);
-    bufferevent_enable(c->ub, EV_READ | EV_WRITE);
+    /* Only when not enabled already (a connection is lent enabled):
+     * libevent adds the write event on every enable, whatever is queued,
+     * so each request would cost two epoll_ctl and a wake-up to find
+     * nothing to write. */
+    short both = EV_READ | EV_WRITE;
+    if ((bufferevent_get_enabled(c->ub) & both) != both)
+        bufferevent_enable(c->ub, both);
     /* one write: the request is whole. Over plain TCP with nothing queued
      * it goes straight to the socket, as the client's answers do; a TLS
      * bufferevent's socket carries records, so it writes through it */
