@@ -81,6 +81,11 @@
  *                           before it has answered). Not built under
  *                           AddressSanitizer, which owns malloc, nor
  *                           without glibc.
+ *   event calls             event_add, event_del and event_active a cycle
+ *                           on the same paths, counted by wrappers that
+ *                           pass each call on to libevent's own (see "the
+ *                           event counter"): timer churn makes no syscall,
+ *                           so strace cannot show it.
  *
  * The minimal queue is the least a pool's queue that never answers inside
  * acquire() can do: a FIFO of records (next, callback, arg) taken from a free
@@ -125,6 +130,7 @@
  * waiter served <= 1.5x the minimal queue at 1,000 and 100,000; no allocation
  * in 1,000,000 try_acquire + release cycles. Goals 3 and 5 are bench_core's.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -156,8 +162,12 @@
 #define APR_GOAL      1.0         /* try_acquire + release / apr_reslist */
 #define CORE_GOAL     3.0         /* try_acquire + release / core */
 #define QUEUE_GOAL    1.5         /* loop cycle, waiters / minimal queue */
-#define TRY_COUNTED   1000000     /* try cycles the malloc counter watches */
+#define TRY_COUNTED   1000000     /* try cycles the counters watch */
 #define LOOP_COUNTED  100         /* chains of CHAIN it watches */
+
+_Static_assert(TRY_COUNTED == 1000000, "the output says 1,000,000");
+_Static_assert(TRY_COUNTED % HOT == 0, "whole rounds");
+_Static_assert(LOOP_COUNTED *CHAIN == 100000, "the output says 100,000");
 
 static const size_t idles[] = {1, HOT};
 #define NIDLES (sizeof idles / sizeof idles[0])
@@ -245,6 +255,62 @@ void free(void *p)
     __libc_free(p);
 }
 #endif
+
+/* ---- the event counter ----
+ *
+ * libevent's event_add, event_del and event_active, defined here so that
+ * every call from the library (and from libevent itself through its PLT)
+ * is counted, then passed on to libevent's own, found with
+ * dlsym(RTLD_NEXT). It shows timer churn, which makes no syscall and so is
+ * not in strace's trace: a timer re-armed on every cycle is an event_del
+ * and an event_add a cycle. */
+
+static uint64_t event_adds;
+static uint64_t event_dels;
+static uint64_t event_actives;
+
+static int (*next_event_add)(struct event *ev, const struct timeval *tv);
+static int (*next_event_del)(struct event *ev);
+static void (*next_event_active)(struct event *ev, int res, short ncalls);
+
+/* The next definition of name after this program's, into *fn (a pointer
+ * to a function pointer): copied, since ISO C has no conversion from the
+ * void * dlsym returns to a function pointer; POSIX makes the two alike. */
+static void find_next(const char *name, void *fn, size_t size)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        fprintf(stderr, "bench_evloop: dlsym(RTLD_NEXT, %s) failed\n", name);
+        exit(1);
+    }
+    if (size != sizeof p)
+        abort();
+    memcpy(fn, &p, size);
+}
+
+int event_add(struct event *ev, const struct timeval *tv)
+{
+    event_adds++;
+    if (!next_event_add)
+        find_next("event_add", &next_event_add, sizeof next_event_add);
+    return next_event_add(ev, tv);
+}
+
+int event_del(struct event *ev)
+{
+    event_dels++;
+    if (!next_event_del)
+        find_next("event_del", &next_event_del, sizeof next_event_del);
+    return next_event_del(ev);
+}
+
+void event_active(struct event *ev, int res, short ncalls)
+{
+    event_actives++;
+    if (!next_event_active)
+        find_next("event_active", &next_event_active, sizeof next_event_active);
+    next_event_active(ev, res, ncalls);
+}
 
 /* ---- plumbing ---- */
 
@@ -1110,6 +1176,7 @@ struct results {
     double rec_bytes; /* the minimal record at the largest N */
     bool counted;     /* the malloc counter is built */
     uint64_t try_allocs[NIDLES];
+    uint64_t try_timer_calls[NIDLES]; /* event_add + event_del */
     double cycle_allocs;
 };
 
@@ -1432,31 +1499,72 @@ static void bytes_table(struct results *out, const struct bytes *b)
 
 /* ---- allocations (the malloc counter, see the top) ---- */
 
-static void section_allocs(struct results *out)
+/* What the counters have seen so far. */
+struct tally {
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t adds;
+    uint64_t dels;
+    uint64_t actives;
+};
+
+static struct tally tally_now(void)
+{
+    return (struct tally){
+        .allocs = allocs,
+        .frees = frees,
+        .adds = event_adds,
+        .dels = event_dels,
+        .actives = event_actives,
+    };
+}
+
+static struct tally tally_since(struct tally t0)
+{
+    struct tally t = tally_now();
+    return (struct tally){
+        .allocs = t.allocs - t0.allocs,
+        .frees = t.frees - t0.frees,
+        .adds = t.adds - t0.adds,
+        .dels = t.dels - t0.dels,
+        .actives = t.actives - t0.actives,
+    };
+}
+
+static void tally_row(const char *name, struct tally t, double cycles)
+{
+    printf("  %-36s", name);
+    if (BENCH_COUNT_MALLOC)
+        printf(" %7.2f %7.2f", (double)t.allocs / cycles,
+               (double)t.frees / cycles);
+    else
+        printf(" %7s %7s", "-", "-");
+    printf(" %9.2f %9.2f %12.2f\n", (double)t.adds / cycles,
+           (double)t.dels / cycles, (double)t.actives / cycles);
+}
+
+static void section_calls(struct results *out)
 {
     out->counted = BENCH_COUNT_MALLOC;
-    if (!BENCH_COUNT_MALLOC) {
-        printf("\nallocations: not counted (the counter is not built under "
-               "AddressSanitizer or without glibc)\n");
-        return;
-    }
-    printf("\nallocations (malloc, calloc, realloc, aligned counted by "
-           "wrappers over __libc_malloc & co.)\n");
+    printf("\ncalls a cycle on each path (allocations: malloc, calloc, "
+           "realloc, aligned, counted over\n__libc_malloc & co.; event_*: "
+           "libevent's, counted over dlsym(RTLD_NEXT))\n");
+    printf("  %-36s %7s %7s %9s %9s %12s\n", "", "allocs", "frees", "event_add",
+           "event_del", "event_active");
     for (size_t i = 0; i < NIDLES; i++) {
         struct bpool b;
         bpool_open(&b, idles[i], 0);
         (void)evpool_try_round(&b); /* warm */
-        uint64_t a0 = allocs;
-        uint64_t f0 = frees;
+        struct tally t0 = tally_now();
         for (size_t k = 0; k < TRY_COUNTED / HOT; k++)
             (void)evpool_try_round(&b);
-        out->try_allocs[i] = allocs - a0;
-        printf("  %-44s %2zu idle: %8llu allocations, %8llu frees  goal 0: "
-               "%s\n",
-               "1,000,000 try_acquire + release,", idles[i],
-               (unsigned long long)out->try_allocs[i],
-               (unsigned long long)(frees - f0),
-               verdict(out->try_allocs[i] == 0));
+        struct tally t = tally_since(t0);
+        out->try_allocs[i] = t.allocs;
+        out->try_timer_calls[i] = t.adds + t.dels;
+        char name[64];
+        snprintf(name, sizeof name, "try_acquire + release, %zu idle",
+                 idles[i]);
+        tally_row(name, t, TRY_COUNTED);
         bpool_close(&b);
     }
     struct bpool b;
@@ -1465,23 +1573,29 @@ static void section_allocs(struct results *out)
     mq_open(&q, true);
     evpool_chain(&b, CHAIN); /* warm: common timeouts, heap */
     mq_chain(&q, CHAIN);
-    uint64_t a0 = allocs;
-    uint64_t f0 = frees;
+    double cycles = (double)LOOP_COUNTED * CHAIN;
+    struct tally t0 = tally_now();
     for (int k = 0; k < LOOP_COUNTED; k++)
         evpool_chain(&b, CHAIN);
-    double cycles = (double)LOOP_COUNTED * CHAIN;
-    out->cycle_allocs = (double)(allocs - a0) / cycles;
-    double cycle_frees = (double)(frees - f0) / cycles;
-    a0 = allocs;
-    f0 = frees;
+    struct tally t = tally_since(t0);
+    out->cycle_allocs = (double)t.allocs / cycles;
+    tally_row("acquire -> callback -> release", t, cycles);
+    t0 = tally_now();
     for (int k = 0; k < LOOP_COUNTED; k++)
         mq_chain(&q, CHAIN);
-    printf("  acquire -> callback -> release, over %.0f cycles: %.2f "
-           "allocations, %.2f frees a cycle\n",
-           cycles, out->cycle_allocs, cycle_frees);
-    printf("  the minimal queue, the same: %.2f allocations, %.2f frees a "
-           "cycle\n",
-           (double)(allocs - a0) / cycles, (double)(frees - f0) / cycles);
+    tally_row("the minimal queue, the same", tally_since(t0), cycles);
+    if (BENCH_COUNT_MALLOC)
+        printf("  allocations in 1,000,000 try_acquire + release: %llu at 1 "
+               "idle, %llu at 16  goal 0: %s\n",
+               (unsigned long long)out->try_allocs[0],
+               (unsigned long long)out->try_allocs[1],
+               verdict(out->try_allocs[0] == 0 && out->try_allocs[1] == 0));
+    else
+        printf("  allocations: not counted (the counter is not built under "
+               "AddressSanitizer or without glibc)\n");
+    printf("  (1,000,000 try cycles at each size, 100,000 loop cycles; a "
+           "timer re-armed every\n  cycle is an event_del and an event_add "
+           "a cycle)\n");
     bpool_close(&b);
     mq_close(&q);
     fflush(stdout);
@@ -1562,6 +1676,11 @@ static void summary(const struct results *r, double seconds)
                r->cycle_allocs);
     else
         printf("  goal 4: allocations not counted in this build\n");
+    printf("  goal 4: event_add + event_del in 1,000,000 try_acquire+release"
+           "  %llu at 1 idle, %llu at 16\n          (a timer is re-armed only "
+           "when the earliest deadline moves)\n",
+           (unsigned long long)r->try_timer_calls[0],
+           (unsigned long long)r->try_timer_calls[1]);
     printf("  goal 4: syscalls: run `bench_evloop --syscalls` under strace "
            "(see the header)\n");
     printf("  %.1f s\n", seconds);
@@ -1625,7 +1744,7 @@ int main(int argc, char **argv)
     section_served(&r, &plan);
     section_expired(&plan);
     bytes_table(&r, &b);
-    section_allocs(&r);
+    section_calls(&r);
     summary(&r, (double)(bench_mono_ns() - t0) / 1e9);
 #if defined(BENCH_HAVE_APR)
     apr_terminate();
