@@ -36,7 +36,7 @@ static bool set_aside(struct tide_evpool *p, uint32_t i, enum aside_kind kind)
         c->state = CONN_RESETTING;
         return true;
     }
-    if (tide_pool_hold(p->core, c->resource) != 0)
+    if (tide_pool_hold(p->core, tide__conn_key(i)) != 0)
         return false;
     p->checking++;
     tide__conn_leave_idle(p, i, CONN_CHECKING);

@@ -38,11 +38,6 @@ void tide__conns_dispose(struct tide_evpool *p)
     p->conns = NULL;
 }
 
-uint32_t tide__conn_find(const struct tide_evpool *p, const void *resource)
-{
-    return resource ? tide__itemmap_find(&p->map, resource) : CONN_NONE;
-}
-
 uint32_t tide__conn_add(struct tide_evpool *p, void *resource)
 {
     if (p->conn_free == CONN_NONE) {

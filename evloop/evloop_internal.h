@@ -29,6 +29,15 @@
 #include "itemmap.h"
 #include "list.h"
 
+/* Inlines a step of the fast path at -O2 too, where a static function
+ * called from two places stays out of line (as core_internal.h does for
+ * the core's). */
+#if defined(__GNUC__)
+#define TIDE__INLINE __attribute__((always_inline)) inline
+#else
+#define TIDE__INLINE inline
+#endif
+
 /* ---- resources ---- */
 
 enum conn_state {
@@ -55,6 +64,20 @@ struct conn {
 };
 
 #define CONN_NONE TIDE__ITEMMAP_NONE
+
+/* The core's item for conn i is its record number (plus one: the core
+ * takes no NULL), not the resource. What the core hands out (a take, an
+ * eviction, a close) then names the record at once, with no lookup; only
+ * a resource coming back from the caller is looked up, once. */
+static inline void *tide__conn_key(uint32_t i)
+{
+    return (void *)((uintptr_t)i + 1);
+}
+
+static inline uint32_t tide__conn_of_key(const void *key)
+{
+    return (uint32_t)((uintptr_t)key - 1);
+}
 
 /* ---- waiters ---- */
 
@@ -261,7 +284,12 @@ struct tide_evpool {
     struct event closed_ev;
 
     uint64_t rng;
-    int64_t now; /* read once per entry from the loop */
+    int64_t now; /* the last clock reading: see tide__evpool_now_fast */
+    /* The last reading is young enough for try_acquire and release (see
+     * upkeep.c, "The pool's reading"): always, or while eviction runs. */
+    bool reading_serves;
+    bool reading_untimed;
+    bool reading_by_eviction;
 
     bool closing;
     bool close_done;
@@ -288,8 +316,25 @@ static inline int64_t tide__after(int64_t t, int64_t span)
 /* evpool.c */
 /* Reads the monotonic clock into p->now. */
 int64_t tide__evpool_clock(struct tide_evpool *p);
-/* p->now inside a pool callback, else a fresh reading. */
-int64_t tide__evpool_now(struct tide_evpool *p);
+
+/* Inside one of the pool's own callbacks the clock was read on entry; the
+ * calls a callback makes (acquire, release, ...) reuse that reading, as
+ * libevent's cached time does, instead of paying a clock read each. */
+static inline int64_t tide__evpool_now(struct tide_evpool *p)
+{
+    return p->depth > 0 ? p->now : tide__evpool_clock(p);
+}
+
+/* The time try_acquire and release decide with. A clock read costs more
+ * than the rest of a loan (30 to 40 ns against a few), and what those two
+ * stamp with the time (idle since, keep and life, the breaker's windows)
+ * is looked at once an eviction round at best. So while a timer refreshes
+ * the reading at least that often (upkeep.c, reading_serves) they take
+ * it as it is, and read the clock only when it may be older. */
+static inline int64_t tide__evpool_now_fast(struct tide_evpool *p)
+{
+    return p->reading_serves ? p->now : tide__evpool_now(p);
+}
 double tide__evpool_roll(struct tide_evpool *p);
 void tide__evpool_enter(struct tide_evpool *p);
 /* Returns false when the pool was freed on the way out. */
@@ -300,7 +345,17 @@ void tide__timeval(int64_t ns, struct timeval *tv);
 /* conns.c */
 int tide__conns_init(struct tide_evpool *p, uint32_t capacity);
 void tide__conns_dispose(struct tide_evpool *p);
-uint32_t tide__conn_find(const struct tide_evpool *p, const void *resource);
+/* The record of resource, or CONN_NONE. Inline, with the stride known
+ * here: every loan looks up its resource, and a call and a multiply cost
+ * as much as the probe. */
+static inline uint32_t tide__conn_find(const struct tide_evpool *p,
+                                       const void *resource)
+{
+    if (!resource || !p->map.cells)
+        return CONN_NONE;
+    return p->map.cells[tide__itemmap_seek_in(&p->map, resource, p->conns,
+                                              sizeof *p->conns)];
+}
 /* A record for a new resource; CONN_NONE when out of memory. */
 uint32_t tide__conn_add(struct tide_evpool *p, void *resource);
 void tide__conn_remove(struct tide_evpool *p, uint32_t i);

@@ -51,14 +51,6 @@ int64_t tide__evpool_clock(struct tide_evpool *p)
     return p->now;
 }
 
-/* Inside one of the pool's own callbacks the clock was read on entry; the
- * calls a callback makes (acquire, release, ...) reuse that reading, as
- * libevent's cached time does, instead of paying a clock read each. */
-int64_t tide__evpool_now(struct tide_evpool *p)
-{
-    return p->depth > 0 ? p->now : tide__evpool_clock(p);
-}
-
 /* splitmix64: small, fast and seedable, so a test can replay a run. */
 double tide__evpool_roll(struct tide_evpool *p)
 {
@@ -212,10 +204,11 @@ int tide_evpool_close(struct tide_evpool *p, tide_closed_cb done, void *arg)
     do {
         n = tide_pool_close(p->core, idle, 64);
         for (size_t k = 0; k < n; k++) {
-            uint32_t i = tide__conn_find(p, idle[k]);
+            uint32_t i = tide__conn_of_key(idle[k]);
+            void *resource = p->conns[i].resource;
             tide__conn_leave_idle(p, i, CONN_LEAVING);
             tide__conn_remove(p, i);
-            tide__resource_destroy(p, idle[k]);
+            tide__resource_destroy(p, resource);
         }
     } while (n == 64);
     tide__waiters_fail_all(p, TIDE_ECLOSED);

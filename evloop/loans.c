@@ -3,7 +3,7 @@
  * every destroy. */
 #include "evloop_internal.h"
 
-void tide__loan_start(struct tide_evpool *p, uint32_t i)
+static TIDE__INLINE void loan_start(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
     c->state = CONN_LENT;
@@ -11,6 +11,11 @@ void tide__loan_start(struct tide_evpool *p, uint32_t i)
     c->loans++;
     c->leak_reported = false;
     p->lent++;
+}
+
+void tide__loan_start(struct tide_evpool *p, uint32_t i)
+{
+    loan_start(p, i);
 }
 
 void tide__loan_undo(struct tide_evpool *p, uint32_t i)
@@ -23,7 +28,8 @@ void tide__loan_undo(struct tide_evpool *p, uint32_t i)
 
 void tide__report(struct tide_evpool *p, bool ok)
 {
-    tide_pool_report(p->core, p->now, ok);
+    if (p->breaker) /* without one the core has nothing to tell */
+        tide_pool_report(p->core, p->now, ok);
 }
 
 void tide__resource_destroy(struct tide_evpool *p, void *resource)
@@ -58,7 +64,7 @@ void tide__conn_destroy(struct tide_evpool *p, uint32_t i)
     else if (c->state == CONN_RESETTING)
         p->resetting--;
     tide__conn_leave_idle(p, i, CONN_LEAVING);
-    (void)tide_pool_drop(p->core, resource, p->now);
+    (void)tide_pool_drop(p->core, tide__conn_key(i), p->now);
     tide__conn_remove(p, i);
     tide__resource_destroy(p, resource);
     /* its place may serve a waiter, or the minimum wants a replacement */
@@ -66,14 +72,15 @@ void tide__conn_destroy(struct tide_evpool *p, uint32_t i)
     tide__evpool_check_closed(p);
 }
 
-void tide__conn_give(struct tide_evpool *p, uint32_t i)
+/* A kept give changes nothing the upkeep timers follow (what is live, the
+ * queue, closing), so no sync is due. */
+static TIDE__INLINE void give(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
-    if (tide_pool_give(p->core, c->resource, p->now) == 1) {
+    if (tide_pool_give(p->core, tide__conn_key(i), p->now) == 1) {
         c->state = CONN_IDLE;
         if (p->factory.watch)
             p->factory.watch(p, c->resource, true, p->factory.arg);
-        tide__upkeep_sync(p);
         if (p->queued.count > 0)
             tide__serve_schedule(p);
         return;
@@ -84,6 +91,11 @@ void tide__conn_give(struct tide_evpool *p, uint32_t i)
     tide__resource_destroy(p, resource);
     tide__serve_schedule(p);
     tide__evpool_check_closed(p);
+}
+
+void tide__conn_give(struct tide_evpool *p, uint32_t i)
+{
+    give(p, i);
 }
 
 /* Finds a resource lent out by this pool: its record, or an error. */
@@ -98,14 +110,16 @@ static int find_lent(struct tide_evpool *p, void *resource, uint32_t *at)
     return 0;
 }
 
-uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
+static TIDE__INLINE uint32_t take_idle(struct tide_evpool *p,
+                                       struct tide_taken t)
 {
-    uint32_t i = tide__conn_find(p, t.item);
+    uint32_t i = tide__conn_of_key(t.item);
+    void *resource = p->conns[i].resource;
     if (t.answer == TIDE_STALE) {
         tide__conn_leave_idle(p, i, CONN_LEAVING);
         p->counters.stale++;
         tide__conn_remove(p, i);
-        tide__resource_destroy(p, t.item);
+        tide__resource_destroy(p, resource);
         return CONN_NONE;
     }
     /* counted as lent before any hook runs: the core has lent it already,
@@ -113,7 +127,7 @@ uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
      * the counts too) */
     p->lent++;
     tide__conn_leave_idle(p, i, CONN_LENT);
-    if (p->factory.alive && !p->factory.alive(t.item, p->factory.arg)) {
+    if (p->factory.alive && !p->factory.alive(resource, p->factory.arg)) {
         /* found dead while idle: the server closed it, which says nothing
          * of the backend, unless it never served */
         p->counters.health_failures++;
@@ -125,6 +139,14 @@ uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
     return i;
 }
 
+uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
+{
+    return take_idle(p, t);
+}
+
+/* The common try_acquire: the idle head is fresh, alive and lent at once,
+ * with nothing live made or destroyed, so no upkeep timer has anything to
+ * change. The roll is for makes, and with an idle one there is none. */
 int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
 {
     if (!resource)
@@ -137,33 +159,36 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         return TIDE_ECLOSED;
     if (p->queued.count > 0) /* never a barge past queued callers */
         return TIDE_EWOULDBLOCK;
-    int64_t now = tide__evpool_now(p);
+    int64_t now = tide__evpool_now_fast(p);
     int rc = TIDE_EWOULDBLOCK;
-    while (rc == TIDE_EWOULDBLOCK && tide_pool_idle(p->core) > 0) {
-        struct tide_taken t =
-            tide_pool_take(p->core, now, tide__evpool_roll(p));
+    bool changed = false; /* something destroyed, or the answer is no */
+    while (tide_pool_idle(p->core) > 0) {
+        struct tide_taken t = tide_pool_take(p->core, now, 0.0);
         if (t.answer == TIDE_SHED) {
             p->counters.shed++;
             rc = TIDE_EUNAVAILABLE;
             break;
         }
-        uint32_t i = tide__conn_take_idle(p, t);
-        if (i == CONN_NONE)
+        uint32_t i = take_idle(p, t);
+        if (i == CONN_NONE) {
+            changed = true;
             continue;
+        }
         if (p->closing || p->queued.count > 0) {
             /* alive() or watch() closed the pool, or queued a caller who
              * now comes first: the resource goes back, unlent */
-            tide__conn_give(p, i);
+            give(p, i);
             rc = p->closing ? TIDE_ECLOSED : TIDE_EWOULDBLOCK;
             break;
         }
-        tide__loan_start(p, i);
-        *resource = t.item;
+        loan_start(p, i);
+        *resource = p->conns[i].resource;
         rc = 0;
+        break;
     }
-    /* no pump runs for this loan: arm the leak report here, and stop what
-     * the idle ones needed when none is left */
-    tide__upkeep_sync(p);
+    /* no pump runs for this loan: the timers follow what changed */
+    if (changed || rc != 0)
+        tide__upkeep_sync(p);
     return rc;
 }
 
@@ -175,8 +200,12 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
     int rc = find_lent(p, resource, &i);
     if (rc)
         return rc;
-    tide__evpool_now(p);
     struct conn *c = &p->conns[i];
+    /* a first loan settles its make, which wants the time to the tick */
+    if (c->untried)
+        tide__evpool_now(p);
+    else
+        tide__evpool_now_fast(p);
     bool retire = p->retire_after != TIDE_UNLIMITED &&
                   (int64_t)c->loans >= p->retire_after;
     bool broken = !retire && !p->closing && p->factory.reusable &&
@@ -199,7 +228,7 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
         tide__aside_start(p, i, ASIDE_RESET);
         return 0;
     }
-    tide__conn_give(p, i);
+    give(p, i);
     return 0;
 }
 

@@ -29,11 +29,12 @@ static void destroy_evicted(struct tide_evpool *p)
     do {
         n = tide_pool_evict(p->core, p->now, out, 64);
         for (size_t k = 0; k < n; k++) {
-            uint32_t i = tide__conn_find(p, out[k]);
+            uint32_t i = tide__conn_of_key(out[k]);
+            void *resource = p->conns[i].resource;
             tide__conn_leave_idle(p, i, CONN_LEAVING);
             tide__conn_remove(p, i);
             p->counters.evicted++;
-            tide__resource_destroy(p, out[k]);
+            tide__resource_destroy(p, resource);
         }
     } while (n == 64);
 }
@@ -127,6 +128,38 @@ static void timer_init(struct tide_evpool *p, struct upkeep_timer *t,
     event_assign(&t->ev, p->base, -1, 0, on_upkeep, t);
 }
 
+/* The pool's reading: how old p->now may be for try_acquire and release
+ * to decide with it (tide__evpool_now_fast). What they stamp with it is
+ * when a resource went idle (keep), whether an idle one outlived its keep
+ * or life, and the breaker's windows. While the eviction timer is armed
+ * (it is while anything is live) each round reads the clock, so the
+ * reading is at most a round old, plus however long the loop was kept from
+ * running: libevent's own timers are late by as much. Rounds at most
+ * READING_AGE_MAX apart, and at most half a keep or a life, keep those
+ * within the precision eviction has anyway: an idle resource leaves within
+ * a round of its keep either way. Leak reports and the shedder time single
+ * loans, so with either the clock is read; with no keep, life, breaker,
+ * leak report or shedder nothing on the path looks at the time at all. */
+#define READING_AGE_MAX TIDE_SEC(1)
+
+static void reading_init(struct tide_evpool *p, struct tide_limits l)
+{
+    bool per_loan = p->shedding || p->leak_after != TIDE_FOREVER;
+    int64_t age = p->evict.period;
+    p->reading_untimed = !per_loan && !p->evicting && !p->breaker;
+    p->reading_by_eviction = !per_loan && p->evicting &&
+                             age <= READING_AGE_MAX &&
+                             (l.keep == TIDE_FOREVER || age <= l.keep / 2) &&
+                             (l.life == TIDE_FOREVER || age <= l.life / 2);
+    p->reading_serves = p->reading_untimed;
+}
+
+static void reading_sync(struct tide_evpool *p)
+{
+    p->reading_serves =
+        p->reading_untimed || (p->reading_by_eviction && p->evict.armed);
+}
+
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                        int64_t health_interval, int64_t lag_interval)
 {
@@ -148,6 +181,7 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                          : period > TIDE_SEC(1) ? TIDE_SEC(1)
                                                 : period;
     }
+    reading_init(p, l);
     p->upkeep_key = UPKEEP_STALE;
     tide__wake_init(p, &p->topup_wake);
     timer_init(p, &p->evict, evict_work);
@@ -194,6 +228,7 @@ void tide__upkeep_sync(struct tide_evpool *p)
     want(p, &p->health, live > 0 && !p->closing);
     want(p, &p->leak, live > 0);
     want(p, &p->lag, live > 0 || p->queued.count > 0);
+    reading_sync(p);
 }
 
 void tide__upkeep_stop(struct tide_evpool *p)
@@ -204,4 +239,5 @@ void tide__upkeep_stop(struct tide_evpool *p)
     stop(&p->health);
     stop(&p->leak);
     stop(&p->lag);
+    reading_sync(p);
 }

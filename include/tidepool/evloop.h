@@ -32,6 +32,16 @@
  * strategy), the callers parked on it are failed at once with
  * TIDE_EUNAVAILABLE and the retry time; closing it serves them again.
  *
+ * Time: the pool reads CLOCK_MONOTONIC on entry to each of its own
+ * callbacks and in each public call, except try_acquire and release: they
+ * decide with the last reading while eviction rounds (at most a second
+ * and half a keep or life apart) refresh it, as libevent's timers use the
+ * time read once per loop pass. So a resource is lent or evicted within
+ * an eviction round of its keep, as eviction alone already allows, plus
+ * however long the loop was kept from running. They read the clock when
+ * a stamp must be exact: with leak reports or a shedder, a resource's
+ * first loan, or a breaker with no eviction rounds.
+ *
  * NULL: a function returning int answers TIDE_EINVAL for a NULL pool,
  * token or required pointer; the void ones do nothing with NULL, as
  * free(NULL) does.
