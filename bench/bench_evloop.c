@@ -411,7 +411,7 @@ struct bpool {
     struct event_base *base;
     struct tide_evpool *pool;
     struct factory_state factory;
-    size_t hot; /* idle resources a try round takes */
+    size_t hot; /* idle resources a try pass takes */
     void *got[HOT];
     size_t n_got;
     uint64_t want;     /* waiters per round */
@@ -1233,7 +1233,7 @@ static void section_try(struct results *out, const struct plan *plan)
     sides[n++] = (struct side){.round = clock_round, .arg = &coarse};
     measure(sides, n, plan);
 
-    printf("try_acquire + release (ns a cycle; a round takes every idle "
+    printf("try_acquire + release (ns a cycle; a pass takes every idle "
            "one, then gives all back)\n");
     printf("  %-52s %8s %8s\n", "", "1 idle", "16 idle");
     static const char *const names[T_SIDES] = {
