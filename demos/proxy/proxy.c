@@ -2,6 +2,7 @@
  * requests wait in the input until the response before them is done), an
  * upstream connection per exchange from the group. See proxy.h. */
 #include "proxy.h"
+#include "buf.h"
 #include "stats.h"
 
 #include <arpa/inet.h>
@@ -19,48 +20,64 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 /* ---- headers ---- */
 
+/* A header's name and value are offsets into the message's text (a
+ * px_buf kept by the client), so a message costs no allocation. */
 struct header {
-    char *name;
-    char *value;
+    size_t name;
+    size_t value; /* NO_VALUE until a value piece came */
 };
+
+#define NO_VALUE SIZE_MAX
 
 struct headers {
     struct header *h;
     size_t n;
     size_t cap;
     bool in_value; /* the parser's last piece was a value */
+    /* the message's strings, one after another, each NUL-terminated: the
+     * URL or reason first, then names and values in order, so a piece
+     * always continues the last string or starts the next */
+    struct px_buf text;
 };
 
 static void headers_clear(struct headers *hs)
 {
-    for (size_t i = 0; i < hs->n; i++) {
-        free(hs->h[i].name);
-        free(hs->h[i].value);
-    }
     hs->n = 0;
     hs->in_value = false;
+    px_buf_clear(&hs->text);
 }
 
 static void headers_dispose(struct headers *hs)
 {
-    headers_clear(hs);
     free(hs->h);
-    hs->h = NULL;
-    hs->cap = 0;
+    px_buf_dispose(&hs->text);
+    *hs = (struct headers){0};
 }
 
-static char *append(char *s, const char *at, size_t len)
+/* Starts a string in the text; returns its offset. */
+static size_t text_start(struct headers *hs, const char *at, size_t len)
 {
-    size_t old = s ? strlen(s) : 0;
-    char *n = realloc(s, old + len + 1);
-    if (!n)
-        abort(); /* a demo: out of memory ends it */
-    memcpy(n + old, at, len);
-    n[old + len] = '\0';
-    return n;
+    size_t off = hs->text.len;
+    px_buf_add(&hs->text, at, len);
+    px_buf_add(&hs->text, "", 1);
+    return off;
+}
+
+/* Continues the last string of the text. */
+static void text_continue(struct headers *hs, const char *at, size_t len)
+{
+    hs->text.len--; /* its NUL */
+    px_buf_add(&hs->text, at, len);
+    px_buf_add(&hs->text, "", 1);
+}
+
+static const char *text_at(const struct headers *hs, size_t off)
+{
+    return off == NO_VALUE ? "" : hs->text.p + off;
 }
 
 /* The parser hands names and values in pieces: a name piece after a value
@@ -72,13 +89,14 @@ static void headers_field(struct headers *hs, const char *at, size_t len)
             hs->cap = hs->cap ? 2 * hs->cap : 16;
             hs->h = realloc(hs->h, hs->cap * sizeof *hs->h);
             if (!hs->h)
-                abort();
+                abort(); /* a demo: out of memory ends it */
         }
-        hs->h[hs->n++] = (struct header){0};
+        hs->h[hs->n++] =
+            (struct header){.name = text_start(hs, at, len), .value = NO_VALUE};
         hs->in_value = false;
+        return;
     }
-    struct header *h = &hs->h[hs->n - 1];
-    h->name = append(h->name, at, len);
+    text_continue(hs, at, len);
 }
 
 static void headers_value(struct headers *hs, const char *at, size_t len)
@@ -86,15 +104,28 @@ static void headers_value(struct headers *hs, const char *at, size_t len)
     if (hs->n == 0)
         return;
     struct header *h = &hs->h[hs->n - 1];
-    h->value = append(h->value, at, len);
+    if (h->value == NO_VALUE)
+        h->value = text_start(hs, at, len);
+    else
+        text_continue(hs, at, len);
     hs->in_value = true;
+}
+
+static const char *header_name(const struct headers *hs, size_t i)
+{
+    return hs->text.p + hs->h[i].name;
+}
+
+static const char *header_value(const struct headers *hs, size_t i)
+{
+    return text_at(hs, hs->h[i].value);
 }
 
 static const char *headers_get(const struct headers *hs, const char *name)
 {
     for (size_t i = 0; i < hs->n; i++)
-        if (strcasecmp(hs->h[i].name, name) == 0)
-            return hs->h[i].value ? hs->h[i].value : "";
+        if (strcasecmp(header_name(hs, i), name) == 0)
+            return header_value(hs, i);
     return NULL;
 }
 
@@ -119,8 +150,9 @@ static bool list_has(const char *list, const char *token)
 }
 
 /* RFC 9110 7.6.1: these apply to one connection only, and so do the
- * headers a Connection header names. Framing is the proxy's own. */
-static bool hop_by_hop(const struct headers *hs, const char *name)
+ * headers the message's Connection header (`connection`, looked up once
+ * per message) names. Framing is the proxy's own. */
+static bool hop_by_hop(const char *connection, const char *name)
 {
     static const char *const hop[] = {"connection",
                                       "keep-alive",
@@ -135,8 +167,16 @@ static bool hop_by_hop(const struct headers *hs, const char *name)
     for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
         if (strcasecmp(name, hop[i]) == 0)
             return true;
-    const char *c = headers_get(hs, "connection");
-    return c && list_has(c, name);
+    return connection && list_has(connection, name);
+}
+
+/* Appends "name: value\r\n". */
+static void add_header(struct px_buf *b, const char *name, const char *value)
+{
+    px_buf_adds(b, name);
+    px_buf_add(b, ": ", 2);
+    px_buf_adds(b, value);
+    px_buf_add(b, "\r\n", 2);
 }
 
 /* ---- the proxy and its clients ---- */
@@ -167,7 +207,18 @@ struct client {
     struct px *px;
     struct client *prev;
     struct client *next;
-    struct bufferevent *bev;
+    /* The client's socket, read and written by the proxy itself rather
+     * than through a bufferevent: a bufferevent asks the socket how much
+     * is readable (an ioctl) before every read, and mallocs a buffer chain
+     * on every add to an empty evbuffer. -1 once an orphan's client left. */
+    evutil_socket_t fd;
+    struct event rd;   /* EV_READ, persistent, for the client's life */
+    struct event wr;   /* EV_WRITE, persistent, added only while the socket
+                          did not take all of `out` */
+    bool gone;         /* a send found the client closed or reset: told
+                          from rd's callback, never deep inside a parse */
+    struct px_buf in;  /* read, not parsed yet */
+    struct px_buf out; /* on its way to the client */
     struct event reap; /* frees the client from the loop, so no caller
                           deep in a parse finds it gone */
     char peer[INET6_ADDRSTRLEN];
@@ -176,9 +227,9 @@ struct client {
     /* the request */
     http_parser req_parser;
     struct headers req_headers;
-    char *url;
-    struct evbuffer *req; /* the whole request as it goes upstream */
-    struct evbuffer *req_body;
+    size_t url;        /* in req_headers.text, or NO_VALUE */
+    struct px_buf req; /* the whole request as it goes upstream */
+    struct px_buf req_body;
     bool req_chunked;
     bool req_complete;
     bool req_keep_alive;
@@ -192,7 +243,7 @@ struct client {
     struct bufferevent *ub; /* the lent upstream connection */
     http_parser resp_parser;
     struct headers resp_headers;
-    char *reason;
+    size_t reason;     /* in resp_headers.text, or NO_VALUE */
     bool any_byte;     /* a response byte came on this connection */
     bool head_sent;    /* the response head went to the client */
     bool chunked_out;  /* the body goes to the client chunked */
@@ -201,47 +252,81 @@ struct client {
     bool upstream_reusable;
     bool retried;
     /* the client left while a small response was still coming: it is
-     * read to its end into `sink`, so the connection goes back whole */
+     * read to its end for nobody (what is meant for the client is
+     * dropped), so the connection goes back whole */
     bool orphan;
-    struct evbuffer *sink;
-    /* what the client is sent is gathered here and written straight to
-     * the socket when nothing is queued before it (see client_flush) */
-    struct evbuffer *pending;
 };
 
 /* What an orphaned exchange may still read to save its connection; a
  * bigger rest (or one of unknown length) is cheaper to reconnect. */
 #define ORPHAN_MAX (64 * 1024)
 
-/* Where bytes for the client go: its output, or the sink once it left. */
-static struct evbuffer *client_out(struct client *c)
+/* Where bytes for the client go (dropped by client_flush once it left). */
+static struct px_buf *client_out(struct client *c)
 {
-    return c->orphan ? c->sink : c->pending;
+    return &c->out;
 }
 
-/* Bytes on their way to the client, gathered and queued. */
+/* Bytes on their way to the client. */
 static size_t client_queued(struct client *c)
 {
-    return evbuffer_get_length(c->pending) +
-           (c->bev ? evbuffer_get_length(bufferevent_get_output(c->bev)) : 0);
+    return px_buf_size(&c->out);
 }
 
-/* Sends what was gathered: straight to the socket when the bufferevent
- * has nothing queued (one writev, and no write event to add and remove:
- * a bufferevent only writes from the loop), the rest queued behind. */
+static const char *client_url(const struct client *c)
+{
+    return c->url == NO_VALUE ? NULL : c->req_headers.text.p + c->url;
+}
+
+/* A send failed: the client closed or reset. What that means depends on
+ * the exchange (client_gone), decided from rd's callback. */
+static void client_lost(struct client *c)
+{
+    px_buf_clear(&c->out);
+    c->gone = true;
+    event_active(&c->rd, EV_READ, 0);
+}
+
+/* Writes what the socket takes, at once (one send, and no write event to
+ * add and remove when it takes all, the usual case); the rest waits for
+ * the write event. Once the client took everything, an upstream whose
+ * reading was paused for it resumes. */
+static void client_send(struct client *c)
+{
+    while (px_buf_size(&c->out) > 0) {
+        ssize_t n = send(c->fd, px_buf_data(&c->out), px_buf_size(&c->out),
+                         MSG_NOSIGNAL);
+        if (n > 0) {
+            px_buf_consume(&c->out, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!event_pending(&c->wr, EV_WRITE, NULL))
+                event_add(&c->wr, NULL);
+            return;
+        }
+        client_lost(c);
+        break;
+    }
+    if (event_pending(&c->wr, EV_WRITE, NULL))
+        event_del(&c->wr);
+    if (c->state == C_EXCHANGING && c->ub &&
+        !(bufferevent_get_enabled(c->ub) & EV_READ))
+        bufferevent_enable(c->ub, EV_READ); /* the client caught up */
+}
+
+/* Sends what was gathered, unless the write event already waits to. */
 static void client_flush(struct client *c)
 {
-    if (c->orphan) {
-        evbuffer_drain(c->sink, evbuffer_get_length(c->sink));
+    if (c->orphan || c->fd < 0 || c->gone) {
+        px_buf_clear(&c->out);
         return;
     }
-    if (!c->bev || evbuffer_get_length(c->pending) == 0)
+    if (px_buf_size(&c->out) == 0 || event_pending(&c->wr, EV_WRITE, NULL))
         return;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    if (evbuffer_get_length(out) == 0)
-        (void)evbuffer_write(c->pending, bufferevent_getfd(c->bev));
-    if (evbuffer_get_length(c->pending) > 0)
-        evbuffer_add_buffer(out, c->pending);
+    client_send(c);
 }
 
 static void client_free(struct client *c);
@@ -249,19 +334,17 @@ static void client_kill(struct client *c);
 static bool client_orphan(struct client *c);
 static void client_next(struct client *c);
 static void start_exchange(struct client *c);
-static void on_client_read(struct bufferevent *bev, void *arg);
 
 static void client_write_error(struct client *c, int status, const char *reason,
                                const char *extra_header, const char *body)
 {
-    struct evbuffer *out = client_out(c);
-    evbuffer_add_printf(out,
-                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-                        "Content-Length: %zu\r\n%s%s\r\n%s",
-                        status, reason, strlen(body) + 1,
-                        extra_header ? extra_header : "",
-                        c->req_keep_alive ? "" : "Connection: close\r\n", body);
-    evbuffer_add(out, "\n", 1);
+    struct px_buf *out = client_out(c);
+    px_buf_printf(out,
+                  "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+                  "Content-Length: %zu\r\n%s%s\r\n%s\n",
+                  status, reason, strlen(body) + 1,
+                  extra_header ? extra_header : "",
+                  c->req_keep_alive ? "" : "Connection: close\r\n", body);
 }
 
 /* ---- the request, from the client ---- */
@@ -270,9 +353,8 @@ static int rq_begin(http_parser *p)
 {
     struct client *c = p->data;
     headers_clear(&c->req_headers);
-    free(c->url);
-    c->url = NULL;
-    evbuffer_drain(c->req_body, evbuffer_get_length(c->req_body));
+    c->url = NO_VALUE;
+    px_buf_clear(&c->req_body);
     c->req_complete = false;
     c->req_too_big = false;
     return 0;
@@ -281,7 +363,10 @@ static int rq_begin(http_parser *p)
 static int rq_url(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
-    c->url = append(c->url, at, len);
+    if (c->url == NO_VALUE)
+        c->url = text_start(&c->req_headers, at, len);
+    else
+        text_continue(&c->req_headers, at, len); /* the last string */
     return 0;
 }
 
@@ -308,18 +393,18 @@ static int rq_headers_done(http_parser *p)
      * client's wait for a go-ahead is answered here */
     const char *expect = headers_get(&c->req_headers, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
-        evbuffer_add(client_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        px_buf_add(client_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
     return 0;
 }
 
 static int rq_body(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
-    if (evbuffer_get_length(c->req_body) + len > c->px->max_body) {
+    if (px_buf_size(&c->req_body) + len > c->px->max_body) {
         c->req_too_big = true;
         return 0;
     }
-    evbuffer_add(c->req_body, at, len);
+    px_buf_add(&c->req_body, at, len);
     return 0;
 }
 
@@ -342,52 +427,82 @@ static const http_parser_settings request_settings = {
     .on_message_complete = rq_complete,
 };
 
+/* Appends v in decimal (printf is a tenth of the proxy's own time). */
+static void add_uint(struct px_buf *b, uint64_t v)
+{
+    char d[20];
+    size_t n = 0;
+    do {
+        d[sizeof d - ++n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    px_buf_add(b, d + sizeof d - n, n);
+}
+
+static void add_hex(struct px_buf *b, uint64_t v)
+{
+    char d[16];
+    size_t n = 0;
+    do {
+        d[sizeof d - ++n] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    px_buf_add(b, d + sizeof d - n, n);
+}
+
 /* The request as it goes upstream: the body is sent with a Content-Length
  * (a chunked one is read whole, so its length is known). */
 static void build_request(struct client *c)
 {
-    struct evbuffer *r = c->req;
-    evbuffer_drain(r, evbuffer_get_length(r));
-    evbuffer_add_printf(r, "%s %s HTTP/1.1\r\n",
-                        http_method_str((enum http_method)c->method),
-                        c->url ? c->url : "/");
+    struct px_buf *r = &c->req;
+    const struct headers *hs = &c->req_headers;
+    const char *url = client_url(c);
+    px_buf_clear(r);
+    px_buf_adds(r, http_method_str((enum http_method)c->method));
+    px_buf_add(r, " ", 1);
+    px_buf_adds(r, url ? url : "/");
+    px_buf_add(r, " HTTP/1.1\r\n", 11);
+    const char *connection = headers_get(hs, "connection");
     const char *xff = NULL;
-    for (size_t i = 0; i < c->req_headers.n; i++) {
-        const struct header *h = &c->req_headers.h[i];
-        if (hop_by_hop(&c->req_headers, h->name))
+    for (size_t i = 0; i < hs->n; i++) {
+        const char *name = header_name(hs, i);
+        if (hop_by_hop(connection, name))
             continue;
-        if (strcasecmp(h->name, "expect") == 0)
+        if (strcasecmp(name, "expect") == 0)
             continue; /* answered by the proxy */
-        if (strcasecmp(h->name, "x-forwarded-for") == 0) {
-            xff = h->value;
+        if (strcasecmp(name, "x-forwarded-for") == 0) {
+            xff = header_value(hs, i);
             continue;
         }
-        evbuffer_add_printf(r, "%s: %s\r\n", h->name, h->value ? h->value : "");
+        add_header(r, name, header_value(hs, i));
     }
-    if (xff)
-        evbuffer_add_printf(r, "X-Forwarded-For: %s, %s\r\n", xff, c->peer);
-    else
-        evbuffer_add_printf(r, "X-Forwarded-For: %s\r\n", c->peer);
-    size_t body = evbuffer_get_length(c->req_body);
-    if (body > 0 || c->req_chunked ||
-        headers_get(&c->req_headers, "content-length"))
-        evbuffer_add_printf(r, "Content-Length: %zu\r\n", body);
-    evbuffer_add(r, "\r\n", 2);
+    px_buf_add(r, "X-Forwarded-For: ", 17);
+    if (xff) {
+        px_buf_adds(r, xff);
+        px_buf_add(r, ", ", 2);
+    }
+    px_buf_adds(r, c->peer);
+    px_buf_add(r, "\r\n", 2);
+    size_t body = px_buf_size(&c->req_body);
+    if (body > 0 || c->req_chunked || headers_get(hs, "content-length")) {
+        px_buf_add(r, "Content-Length: ", 16);
+        add_uint(r, body);
+        px_buf_add(r, "\r\n", 2);
+    }
+    px_buf_add(r, "\r\n", 2);
     /* a copy: the body stays for a retry */
-    evbuffer_add(r, evbuffer_pullup(c->req_body, -1), body);
+    px_buf_add(r, px_buf_data(&c->req_body), body);
 }
 
 /* Parses what the client sent; a whole request starts its exchange. */
 static void client_parse(struct client *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    while (c->state == C_READING && evbuffer_get_length(in) > 0) {
-        size_t len = evbuffer_get_length(in);
-        const char *data = (const char *)evbuffer_pullup(in, (ssize_t)len);
-        size_t used =
-            http_parser_execute(&c->req_parser, &request_settings, data, len);
+    struct px_buf *in = &c->in;
+    while (c->state == C_READING && px_buf_size(in) > 0) {
+        size_t used = http_parser_execute(&c->req_parser, &request_settings,
+                                          px_buf_data(in), px_buf_size(in));
         enum http_errno err = HTTP_PARSER_ERRNO(&c->req_parser);
-        evbuffer_drain(in, used);
+        px_buf_consume(in, used);
         if (err == HPE_PAUSED) {
             http_parser_pause(&c->req_parser, 0);
             err = HPE_OK;
@@ -409,10 +524,17 @@ static void client_parse(struct client *c)
             c->state = C_FLUSHING;
             return;
         }
-        if (c->url && strncmp(c->url, "/_tidepool/stats", 16) == 0) {
-            px__stats_page(c->px->group, client_out(c),
-                           strstr(c->url, "format=prometheus") != NULL,
+        const char *url = client_url(c);
+        if (url && strncmp(url, "/_tidepool/stats", 16) == 0) {
+            struct evbuffer *page = evbuffer_new();
+            if (!page)
+                abort();
+            px__stats_page(c->px->group, page,
+                           strstr(url, "format=prometheus") != NULL,
                            c->req_keep_alive);
+            size_t n = evbuffer_get_length(page);
+            px_buf_add(client_out(c), evbuffer_pullup(page, -1), n);
+            evbuffer_free(page);
             c->px->stats.responses++;
             if (!c->req_keep_alive) {
                 c->state = C_FLUSHING;
@@ -434,15 +556,17 @@ static int rs_begin(http_parser *p)
 {
     struct client *c = p->data;
     headers_clear(&c->resp_headers);
-    free(c->reason);
-    c->reason = NULL;
+    c->reason = NO_VALUE;
     return 0;
 }
 
 static int rs_status(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
-    c->reason = append(c->reason, at, len);
+    if (c->reason == NO_VALUE)
+        c->reason = text_start(&c->resp_headers, at, len);
+    else
+        text_continue(&c->resp_headers, at, len); /* the last string */
     return 0;
 }
 
@@ -471,15 +595,18 @@ static int rs_headers_done(http_parser *p)
     bool no_body = head || no_body_status(status);
     bool has_length =
         p->content_length != ULLONG_MAX && !(p->flags & F_CHUNKED);
-    struct evbuffer *out = client_out(c);
-    evbuffer_add_printf(out, "HTTP/1.1 %u %s\r\n", status,
-                        c->reason ? c->reason : "");
-    for (size_t i = 0; i < c->resp_headers.n; i++) {
-        const struct header *h = &c->resp_headers.h[i];
-        if (hop_by_hop(&c->resp_headers, h->name))
-            continue;
-        evbuffer_add_printf(out, "%s: %s\r\n", h->name,
-                            h->value ? h->value : "");
+    const struct headers *hs = &c->resp_headers;
+    struct px_buf *out = client_out(c);
+    px_buf_add(out, "HTTP/1.1 ", 9);
+    add_uint(out, status);
+    px_buf_add(out, " ", 1);
+    px_buf_adds(out, text_at(hs, c->reason));
+    px_buf_add(out, "\r\n", 2);
+    const char *connection = headers_get(hs, "connection");
+    for (size_t i = 0; i < hs->n; i++) {
+        const char *name = header_name(hs, i);
+        if (!hop_by_hop(connection, name))
+            add_header(out, name, header_value(hs, i));
     }
     /* a body read until close, or from an HTTP/1.0 upstream without
      * keep-alive, ends the upstream connection */
@@ -488,20 +615,21 @@ static int rs_headers_done(http_parser *p)
         (!has_length || p->content_length > ORPHAN_MAX))
         return -1; /* not worth reading for nobody: discard */
     if (status >= 100 && status < 200) {
-        evbuffer_add(out, "\r\n", 2);
+        px_buf_add(out, "\r\n", 2);
         return 0;
     }
     c->chunked_out = false;
     if (no_body) {
         /* HEAD and 304 describe the body they would have had */
-        const char *cl = headers_get(&c->resp_headers, "content-length");
+        const char *cl = headers_get(hs, "content-length");
         if (cl && status != 204)
-            evbuffer_add_printf(out, "Content-Length: %s\r\n", cl);
+            add_header(out, "Content-Length", cl);
     } else if (has_length) {
-        evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n",
-                            p->content_length);
+        px_buf_add(out, "Content-Length: ", 16);
+        add_uint(out, p->content_length);
+        px_buf_add(out, "\r\n", 2);
     } else if (c->req_minor >= 1 || c->req_parser.http_major > 1) {
-        evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+        px_buf_add(out, "Transfer-Encoding: chunked\r\n", 28);
         c->chunked_out = true;
     } else {
         c->close_client = true; /* an HTTP/1.0 client: until close */
@@ -509,8 +637,8 @@ static int rs_headers_done(http_parser *p)
     if (!c->req_keep_alive)
         c->close_client = true;
     if (c->close_client)
-        evbuffer_add(out, "Connection: close\r\n", 19);
-    evbuffer_add(out, "\r\n", 2);
+        px_buf_add(out, "Connection: close\r\n", 19);
+    px_buf_add(out, "\r\n", 2);
     c->head_sent = true;
     return head ? 1 : 0; /* 1: the parser expects no body */
 }
@@ -523,15 +651,16 @@ static int rs_headers_done(http_parser *p)
 static int rs_body(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
-    struct evbuffer *out = client_out(c);
-    if (client_queued(c) + len > OUTPUT_HIGH && c->ub)
+    struct px_buf *out = client_out(c);
+    if (client_queued(c) + len > OUTPUT_HIGH && c->ub && !c->orphan)
         bufferevent_disable(c->ub, EV_READ);
     if (c->chunked_out) {
-        evbuffer_add_printf(out, "%zx\r\n", len);
-        evbuffer_add(out, at, len);
-        evbuffer_add(out, "\r\n", 2);
+        add_hex(out, len);
+        px_buf_add(out, "\r\n", 2);
+        px_buf_add(out, at, len);
+        px_buf_add(out, "\r\n", 2);
     } else {
-        evbuffer_add(out, at, len);
+        px_buf_add(out, at, len);
     }
     return 0;
 }
@@ -542,7 +671,7 @@ static int rs_complete(http_parser *p)
     if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101)
         return 0; /* an interim response: the real one follows */
     if (c->chunked_out)
-        evbuffer_add(client_out(c), "0\r\n\r\n", 5);
+        px_buf_add(client_out(c), "0\r\n\r\n", 5);
     c->resp_done = true;
     http_parser_pause(p, 1);
     return 0;
@@ -623,7 +752,7 @@ static void upstream_parse(struct client *c)
         http_parser_execute(&c->resp_parser, &response_settings, data, len);
     evbuffer_drain(in, used);
     if (c->orphan)
-        evbuffer_drain(c->sink, evbuffer_get_length(c->sink));
+        px_buf_clear(&c->out); /* for nobody */
     enum http_errno err = HTTP_PARSER_ERRNO(&c->resp_parser);
     if (err == HPE_PAUSED)
         err = HPE_OK;
@@ -717,11 +846,17 @@ static void send_upstream(struct client *c)
     /* one write: the request is whole. Over plain TCP with nothing queued
      * it goes straight to the socket, as the client's answers do; a TLS
      * bufferevent's socket carries records, so it writes through it */
+    size_t sent = 0;
     if (!bufferevent_openssl_get_ssl(c->ub) &&
-        evbuffer_get_length(bufferevent_get_output(c->ub)) == 0)
-        (void)evbuffer_write(c->req, bufferevent_getfd(c->ub));
-    if (evbuffer_get_length(c->req) > 0)
-        bufferevent_write_buffer(c->ub, c->req);
+        evbuffer_get_length(bufferevent_get_output(c->ub)) == 0) {
+        ssize_t n = send(bufferevent_getfd(c->ub), px_buf_data(&c->req),
+                         px_buf_size(&c->req), MSG_NOSIGNAL);
+        /* a failure is the bufferevent's to find, writing the rest */
+        sent = n > 0 ? (size_t)n : 0;
+    }
+    if (sent < px_buf_size(&c->req))
+        bufferevent_write(c->ub, px_buf_data(&c->req) + sent,
+                          px_buf_size(&c->req) - sent);
 }
 
 static void acquired(struct tide_group *g, int status,
@@ -802,9 +937,9 @@ static void client_finish(struct client *c)
         return;
     }
     c->state = C_FLUSHING;
-    bufferevent_disable(c->bev, EV_READ);
+    event_del(&c->rd);
     client_flush(c);
-    if (client_queued(c) == 0)
+    if (client_queued(c) == 0 || c->gone)
         client_kill(c);
 }
 
@@ -824,10 +959,36 @@ static void client_next(struct client *c)
 
 /* ---- client connections ---- */
 
-static void on_client_read(struct bufferevent *bev, void *arg)
+/* The client closed, reset or failed. */
+static void client_gone(struct client *c)
 {
-    (void)bev;
+    if (c->state == C_EXCHANGING && c->ub) {
+        c->px->stats.aborted++;
+        if (client_orphan(c))
+            return;
+    }
+    client_kill(c);
+}
+
+static void on_client_readable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
     struct client *c = arg;
+    if (c->gone) {
+        client_gone(c);
+        return;
+    }
+    /* one read a wake-up, as much as there is room for: level-triggered,
+     * the loop comes back for the rest */
+    px_buf_reserve(&c->in, 4096);
+    ssize_t n = recv(fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (n <= 0) {
+        client_gone(c);
+        return;
+    }
+    c->in.len += (size_t)n;
     if (c->state == C_READING)
         client_parse(c);
     if (c->state == C_FLUSHING)
@@ -836,27 +997,24 @@ static void on_client_read(struct bufferevent *bev, void *arg)
         client_flush(c);
 }
 
-static void on_client_write(struct bufferevent *bev, void *arg)
+static void on_client_writable(evutil_socket_t fd, short what, void *arg)
 {
-    (void)bev;
-    struct client *c = arg;
-    if (c->state == C_FLUSHING)
-        client_kill(c);
-    else if (c->state == C_EXCHANGING && c->ub)
-        bufferevent_enable(c->ub, EV_READ); /* the client caught up */
-}
-
-static void on_client_event(struct bufferevent *bev, short what, void *arg)
-{
-    (void)bev;
+    (void)fd;
     (void)what;
     struct client *c = arg;
-    if (c->state == C_EXCHANGING && c->ub) {
-        c->px->stats.aborted++;
-        if (client_orphan(c))
-            return;
-    }
-    client_kill(c);
+    client_send(c);
+    if (c->state == C_FLUSHING && (client_queued(c) == 0 || c->gone))
+        client_kill(c);
+}
+
+/* Closes the client's socket: an orphan reads on for nobody. */
+static void client_close(struct client *c)
+{
+    event_del(&c->rd);
+    event_del(&c->wr);
+    if (c->fd >= 0)
+        evutil_closesocket(c->fd);
+    c->fd = -1;
 }
 
 /* The client left mid-exchange: when no response byte came yet, or what
@@ -870,12 +1028,12 @@ static bool client_orphan(struct client *c)
         !c->head_sent || (c->resp_parser.content_length != ULLONG_MAX &&
                           !(c->resp_parser.flags & F_CHUNKED) &&
                           c->resp_parser.content_length <= ORPHAN_MAX);
-    if (!small || !(c->sink = evbuffer_new()))
+    if (!small)
         return false;
     c->orphan = true;
     c->px->stats.orphans++;
-    bufferevent_free(c->bev);
-    c->bev = NULL;
+    client_close(c);
+    px_buf_clear(&c->out);
     struct timeval second = {.tv_sec = 1};
     bufferevent_set_timeouts(c->ub, &second, NULL);
     bufferevent_enable(c->ub, EV_READ);
@@ -893,10 +1051,8 @@ static void client_kill(struct client *c)
         tide_group_cancel(c->acquiring, false);
     c->acquiring = NULL;
     give_back(c, false);
-    if (c->bev) {
-        bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-        bufferevent_setcb(c->bev, NULL, NULL, NULL, NULL);
-    }
+    event_del(&c->rd);
+    event_del(&c->wr);
     event_active(&c->reap, EV_TIMEOUT, 0);
 }
 
@@ -921,20 +1077,17 @@ static void client_free(struct client *c)
         c->next->prev = c->prev;
     c->px->stats.clients--;
     event_del(&c->reap);
-    if (c->bev)
-        bufferevent_free(c->bev);
-    if (c->sink)
-        evbuffer_free(c->sink);
-    evbuffer_free(c->pending);
+    client_close(c);
+    px_buf_dispose(&c->in);
+    px_buf_dispose(&c->out);
+    px_buf_dispose(&c->req);
+    px_buf_dispose(&c->req_body);
     headers_dispose(&c->req_headers);
     headers_dispose(&c->resp_headers);
-    free(c->url);
-    free(c->reason);
-    evbuffer_free(c->req);
-    evbuffer_free(c->req_body);
     free(c);
 }
 
+/* The listener hands sockets over non-blocking and close-on-exec. */
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
                       struct sockaddr *sa, int salen, void *arg)
 {
@@ -947,39 +1100,32 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
         return;
     }
     c->px = px;
+    c->fd = fd;
+    c->url = NO_VALUE;
+    c->reason = NO_VALUE;
     if (sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, c->peer,
                   sizeof c->peer);
     else if (sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, c->peer,
                   sizeof c->peer);
-    c->bev = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    c->req = evbuffer_new();
-    c->req_body = evbuffer_new();
-    c->pending = evbuffer_new();
-    if (!c->bev || !c->req || !c->req_body || !c->pending) {
-        if (c->bev)
-            bufferevent_free(c->bev);
-        else
-            evutil_closesocket(fd);
-        evbuffer_free(c->req);
-        evbuffer_free(c->req_body);
-        if (c->pending)
-            evbuffer_free(c->pending);
+    http_parser_init(&c->req_parser, HTTP_REQUEST);
+    c->req_parser.data = c;
+    event_assign(&c->rd, px->base, fd, EV_READ | EV_PERSIST, on_client_readable,
+                 c);
+    event_assign(&c->wr, px->base, fd, EV_WRITE | EV_PERSIST,
+                 on_client_writable, c);
+    event_assign(&c->reap, px->base, -1, 0, on_reap, c);
+    if (event_add(&c->rd, NULL) != 0) {
+        evutil_closesocket(fd);
         free(c);
         return;
     }
-    http_parser_init(&c->req_parser, HTTP_REQUEST);
-    c->req_parser.data = c;
-    event_assign(&c->reap, px->base, -1, 0, on_reap, c);
     c->next = px->clients;
     if (px->clients)
         px->clients->prev = c;
     px->clients = c;
     px->stats.clients++;
-    bufferevent_setcb(c->bev, on_client_read, on_client_write, on_client_event,
-                      c);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
 int px_new(struct event_base *base, struct tide_group *group,
