@@ -21,14 +21,21 @@
  *   ready       ns per take -> give cycle that answers READY
  *   make        ns per take -> made -> give cycle whose resource leaves
  *   ready+ward, make+ward: the same with all four guards in front
- * and the bytes the pool allocates per resource slot.
+ * and the bytes the pool allocates per resource slot. Then the curve at
+ * 10, 1,000, 10,000, 100,000 and 1,000,000 resources with the whole pool
+ * lent and given back in shuffled order, beside a naive pool doing the same
+ * (see "the whole pool out and back" below):
+ *   shuffled    ns per take + give
  *
  * Each figure is the median of 5 repetitions; the pool's and the floor's
  * repetitions alternate, so a noisy neighbour hits both alike, and each
  * pair runs at its own stack offset (see loop_shifted).
  *
- * Usage: bench_core [--quick]   (--quick: about 1/20 of the time, for CI)
- * Goal: within 2x of the floor, flat across sizes, <= 48 bytes a slot. */
+ * Usage: bench_core [--quick] [--curve]
+ *   --quick: about 1/20 of the time, for CI; --curve: the shuffled curve
+ *   alone
+ * Goal: within 2x of the floor, flat across sizes, <= 48 bytes a slot;
+ * shuffled within 2x of the naive pool at every size. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -536,6 +543,339 @@ static double row(enum cycle c, bool ward, size_t size, double target)
     return ratio;
 }
 
+/* ---- the whole pool out and back, shuffled ----
+ *
+ * The ready row above cycles at most 64 resources, in the order taken: its
+ * cells and records stay in cache at any size. Here the whole pool is out at
+ * once and comes back in an order unrelated to the one it left in, as when
+ * many callers hold their resources for different times: at a size past the
+ * cache, each cycle finds its map cell and its record in memory.
+ *
+ * A pool of n (idle n, keep and life forever), all n made once, then per
+ * round: take all n (each READY), give all n back in a shuffled order (each
+ * kept). The orders are seeded permutations of the resources made before
+ * any timing, and rotated round after round: enough of them that no order
+ * repeats while the caches could still remember it (at least 4; up to 64
+ * where they fit in 32 MiB). The resources are distinct heap blocks,
+ * allocated one by one and made in a shuffled order, so neither their
+ * addresses nor their slots follow the order they come back in.
+ *
+ * Beside it, the naive pool at the same n and the same pattern: an array
+ * stack of idle pointers (each with the index of its record, so a take
+ * needs no lookup) and an open-addressed identity hash, pointer -> record
+ * index, linear probing, at most half full, the key stored in the cell. A
+ * record holds a lent/idle state and a time stamp, as the core's slot does.
+ * take pops the stack, marks the record lent and stamps it; give finds the
+ * record through the hash, refuses it unless lent (a double give), marks it
+ * idle, stamps it and pushes it. Nothing more: no limits, no guards, no
+ * expiry, no counts. Same calls as the ready loop: one opaque call per
+ * operation on both sides, the same clock steps and rolls passed. */
+
+static const size_t spread_sizes[] = {10, 1000, 10000, 100000, 1000000};
+#define NSPREAD          (sizeof spread_sizes / sizeof spread_sizes[0])
+#define SPREAD_ORDER_MIN 4
+#define SPREAD_ORDER_MAX 64
+#define SPREAD_ORDER_B   ((size_t)32 << 20) /* bytes for the orders */
+#define SPREAD_ITEM_B    32                 /* bytes of a fake resource */
+
+enum naive_state { NAIVE_IDLE, NAIVE_LENT };
+
+struct naive_record {
+    int64_t since; /* when it was lent or came back */
+    uint32_t state;
+};
+
+struct naive_cell {
+    const void *key; /* NULL: empty */
+    uint32_t index;  /* of the record */
+};
+
+struct naive_idle {
+    void *item;
+    uint32_t index;
+};
+
+struct naive {
+    struct naive_idle *stack; /* the top is the last returned */
+    size_t top;
+    struct naive_record *records;
+    uint32_t count; /* records in use */
+    struct naive_cell *cells;
+    size_t mask;
+    unsigned shift;
+};
+
+static struct naive *naive_new(size_t size)
+{
+    struct naive *v = calloc(1, sizeof *v);
+    size_t n = 2;
+    unsigned bits = 1;
+    while (n < size * 2) {
+        n <<= 1;
+        bits++;
+    }
+    if (!v)
+        die("out of memory for the naive pool", 0);
+    v->stack = malloc(size * sizeof *v->stack);
+    v->records = malloc(size * sizeof *v->records);
+    v->cells = calloc(n, sizeof *v->cells);
+    if (!v->stack || !v->records || !v->cells)
+        die("out of memory for the naive pool", (long long)size);
+    v->mask = n - 1;
+    v->shift = 64 - bits;
+    return v;
+}
+
+static void naive_free(struct naive *v)
+{
+    free(v->stack);
+    free(v->records);
+    free(v->cells);
+    free(v);
+}
+
+/* The same multiplicative hash as the pool's map and the floor. */
+static size_t naive_probe(const struct naive *v, const void *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)key * UINT64_C(0x9E3779B97F4A7C15);
+    size_t at = (size_t)(h >> v->shift);
+    while (v->cells[at].key && v->cells[at].key != key)
+        at = (at + 1) & v->mask;
+    return at;
+}
+
+/* Setup only: a new resource, lent. */
+static void naive_made(struct naive *v, void *item, int64_t now)
+{
+    size_t at = naive_probe(v, item);
+    v->cells[at].key = item;
+    v->cells[at].index = v->count;
+    v->records[v->count] = (struct naive_record){now, NAIVE_LENT};
+    v->count++;
+}
+
+/* The last returned, lent now; NULL when none is idle. */
+FLOOR_CALL static void *naive_take(struct naive *v, int64_t now, double roll)
+{
+    (void)roll;
+    if (v->top == 0)
+        return NULL;
+    struct naive_idle e = v->stack[--v->top];
+    struct naive_record *r = &v->records[e.index];
+    r->state = NAIVE_LENT;
+    r->since = now;
+    return e.item;
+}
+
+/* 1 kept, -1 not ours, -2 not lent. */
+FLOOR_CALL static int naive_give(struct naive *v, void *item, int64_t now)
+{
+    size_t at = naive_probe(v, item);
+    if (!v->cells[at].key)
+        return -1;
+    uint32_t index = v->cells[at].index;
+    struct naive_record *r = &v->records[index];
+    if (r->state != NAIVE_LENT)
+        return -2;
+    r->state = NAIVE_IDLE;
+    r->since = now;
+    v->stack[v->top++] = (struct naive_idle){item, index};
+    return 1;
+}
+
+struct spread {
+    struct tide_pool *pool; /* the pool's loop, or */
+    struct naive *naive;    /* the naive one's */
+    size_t n;
+    void **items;  /* the n resources, in the order made */
+    void **orders; /* norders permutations of items, n each */
+    size_t norders;
+    size_t round;
+    int64_t now;
+    uint64_t rng;
+};
+
+static uint64_t spread_next(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return x;
+}
+
+/* Fisher-Yates over n pointers; the modulo's bias is nothing at these n. */
+static void spread_shuffle(void **v, size_t n, uint64_t *rng)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(spread_next(rng) % i);
+        void *t = v[i - 1];
+        v[i - 1] = v[j];
+        v[j] = t;
+    }
+}
+
+/* The same resources and orders for both sides (same seed). */
+static void spread_setup(struct spread *s, size_t n, bool pool)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    s->rng = UINT64_C(0x9E3779B97F4A7C15);
+    uint64_t shuffle = UINT64_C(0x2545F4914F6CDD1D);
+    s->items = malloc(n * sizeof *s->items);
+    size_t orders = SPREAD_ORDER_B / (n * sizeof(void *));
+    s->norders = orders < SPREAD_ORDER_MIN   ? SPREAD_ORDER_MIN
+                 : orders > SPREAD_ORDER_MAX ? SPREAD_ORDER_MAX
+                                             : orders;
+    s->orders = malloc(s->norders * n * sizeof *s->orders);
+    if (!s->items || !s->orders)
+        die("out of memory for the orders", (long long)n);
+    for (size_t i = 0; i < n; i++)
+        if (!(s->items[i] = malloc(SPREAD_ITEM_B)))
+            die("out of memory for items", (long long)n);
+    spread_shuffle(s->items, n, &shuffle);
+    for (size_t k = 0; k < s->norders; k++) {
+        memcpy(s->orders + k * n, s->items, n * sizeof *s->items);
+        spread_shuffle(s->orders + k * n, n, &shuffle);
+    }
+    if (pool) {
+        s->pool = pool_new(n, n, false);
+        for (size_t i = 0; i < n; i++) {
+            struct tide_taken t = tide_pool_take(s->pool, s->now, 0.5);
+            if (t.answer != TIDE_MAKE)
+                die("spread setup: take did not answer MAKE", t.answer);
+            if (tide_pool_made(s->pool, s->items[i], s->now) != 0)
+                die("spread setup: made refused", 0);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (tide_pool_give(s->pool, s->items[i], s->now) != 1)
+                die("spread setup: give did not keep", 0);
+    } else {
+        s->naive = naive_new(n);
+        for (size_t i = 0; i < n; i++)
+            naive_made(s->naive, s->items[i], s->now);
+        for (size_t i = 0; i < n; i++)
+            if (naive_give(s->naive, s->items[i], s->now) != 1)
+                die("spread setup: naive give did not keep", 0);
+    }
+}
+
+static void spread_dispose(struct spread *s)
+{
+    tide_pool_free(s->pool);
+    if (s->naive)
+        naive_free(s->naive);
+    for (size_t i = 0; i < s->n; i++)
+        free(s->items[i]);
+    free(s->items);
+    free(s->orders);
+}
+
+/* The next order of the rotation. */
+static void **spread_order(struct spread *s)
+{
+    void **order = s->orders + (s->round % s->norders) * s->n;
+    s->round++;
+    return order;
+}
+
+static uint64_t pool_spread_round(struct spread *s)
+{
+    int64_t now = s->now;
+    uint64_t rng = s->rng;
+    void **order = spread_order(s);
+    for (size_t j = 0; j < s->n; j++) {
+        now += STEP;
+        struct tide_taken t = tide_pool_take(s->pool, now, bench_roll(&rng));
+        if (t.answer != TIDE_READY)
+            die("spread: take did not answer READY", t.answer);
+    }
+    for (size_t j = 0; j < s->n; j++)
+        if (tide_pool_give(s->pool, order[j], now) != 1)
+            die("spread: give did not keep", 0);
+    s->now = now;
+    s->rng = rng;
+    return s->n;
+}
+
+static uint64_t naive_spread_round(struct spread *s)
+{
+    int64_t now = s->now;
+    uint64_t rng = s->rng;
+    void **order = spread_order(s);
+    for (size_t j = 0; j < s->n; j++) {
+        now += STEP;
+        if (!naive_take(s->naive, now, bench_roll(&rng)))
+            die("naive spread: take had none idle", 0);
+    }
+    for (size_t j = 0; j < s->n; j++)
+        if (naive_give(s->naive, order[j], now) != 1)
+            die("naive spread: give did not keep", 0);
+    s->now = now;
+    s->rng = rng;
+    return s->n;
+}
+
+struct spread_loop {
+    struct spread s;
+    uint64_t (*round)(struct spread *s);
+    uint64_t rounds;
+    double ns[REPS];
+};
+
+static double spread_once(struct spread_loop *l, uint64_t rounds)
+{
+    uint64_t cycles = 0;
+    int64_t t0 = bench_mono_ns();
+    for (uint64_t i = 0; i < rounds; i++)
+        cycles += l->round(&l->s);
+    int64_t t1 = bench_mono_ns();
+    return (double)(t1 - t0) / (double)cycles;
+}
+
+/* As loop_calibrate: rounds to fill `target` ns, warming up on the way. */
+static void spread_calibrate(struct spread_loop *l, double target)
+{
+    uint64_t rounds = 1;
+    for (;;) {
+        int64_t t0 = bench_mono_ns();
+        (void)spread_once(l, rounds);
+        double took = (double)(bench_mono_ns() - t0);
+        if (took >= target / 8 || rounds >= (UINT64_C(1) << 40)) {
+            double want = (double)rounds * target / (took > 1.0 ? took : 1.0);
+            l->rounds = want >= 1.0 ? (uint64_t)want : 1;
+            return;
+        }
+        rounds *= 2;
+    }
+}
+
+/* Measures one size of the curve and prints it; returns the ratio. The
+ * pool's and the naive pool's repetitions alternate, as in row(). */
+static double spread_row(size_t n, double target)
+{
+    struct spread_loop lp = {.round = pool_spread_round};
+    struct spread_loop ln = {.round = naive_spread_round};
+    spread_setup(&lp.s, n, true);
+    spread_setup(&ln.s, n, false);
+    spread_calibrate(&lp, target);
+    spread_calibrate(&ln, target);
+    for (int i = 0; i < REPS; i++) {
+        lp.ns[i] = spread_once(&lp, lp.rounds);
+        ln.ns[i] = spread_once(&ln, ln.rounds);
+    }
+    double pn = bench_median(lp.ns, REPS);
+    double nn = bench_median(ln.ns, REPS);
+    double ratio = pn / nn;
+    printf("%-11s %7zu %9.2f %9.2f %7.2f%s\n", "shuffled", n, pn, nn, ratio,
+           ratio > RATIO_GOAL ? "  over 2x" : "");
+    fflush(stdout);
+    spread_dispose(&lp.s);
+    spread_dispose(&ln.s);
+    return ratio;
+}
+
 /* ---- bytes ----
  *
  * mallinfo2 counts a chunk parked in the thread cache (tcache) as in use, so
@@ -618,32 +958,55 @@ static double bytes_table(const struct bytes *b)
 int main(int argc, char **argv)
 {
     double target = 2e8; /* ns per repetition: about 1 s a figure */
+    bool curve_only = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             target = 1e7;
+        } else if (strcmp(argv[i], "--curve") == 0) {
+            curve_only = true;
         } else {
-            fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--curve]\n", argv[0]);
             return 2;
         }
     }
     struct bytes b = bytes_measure(); /* first: see above */
-    printf("tidepool core bench: ns per cycle, median of %d; floor = array "
-           "stack + pointer hash,\nmeasured in the same run; goal ratio <= "
-           "%.0f, flat across sizes\n\n",
-           REPS, RATIO_GOAL);
-    printf("%-11s %7s %9s %9s %7s\n", "cycle", "size", "pool ns", "floor ns",
-           "ratio");
     double worst = 0.0;
-    for (int ward = 0; ward < 2; ward++)
-        for (int c = CYCLE_READY; c <= CYCLE_MAKE; c++)
-            for (size_t i = 0; i < NSIZES; i++) {
-                double r = row((enum cycle)c, ward != 0, sizes[i], target);
-                if (r > worst)
-                    worst = r;
-            }
+    if (!curve_only) {
+        printf("tidepool core bench: ns per cycle, median of %d; floor = "
+               "array stack + pointer hash,\nmeasured in the same run; goal "
+               "ratio <= %.0f, flat across sizes\n\n",
+               REPS, RATIO_GOAL);
+        printf("%-11s %7s %9s %9s %7s\n", "cycle", "size", "pool ns",
+               "floor ns", "ratio");
+        for (int ward = 0; ward < 2; ward++)
+            for (int c = CYCLE_READY; c <= CYCLE_MAKE; c++)
+                for (size_t i = 0; i < NSIZES; i++) {
+                    double r = row((enum cycle)c, ward != 0, sizes[i], target);
+                    if (r > worst)
+                        worst = r;
+                }
+        printf("\n");
+    }
+    printf("the whole pool out, then back in shuffled order: ns per "
+           "take+give, median of %d;\nnaive = array stack + identity hash + "
+           "a state and stamp a record; goal ratio <= %.0f\n\n",
+           REPS, RATIO_GOAL);
+    printf("%-11s %7s %9s %9s %7s\n", "cycle", "size", "pool ns", "naive ns",
+           "ratio");
+    double worst_spread = 0.0;
+    for (size_t i = 0; i < NSPREAD; i++) {
+        double r = spread_row(spread_sizes[i], target);
+        if (r > worst_spread)
+            worst_spread = r;
+    }
+    if (curve_only) {
+        printf("\nworst shuffled ratio %.2f (goal <= %.0f)\n", worst_spread,
+               RATIO_GOAL);
+        return 0;
+    }
     double bytes = bytes_table(&b);
-    printf("\nworst ratio %.2f (goal <= %.0f), worst bytes a slot %.1f "
-           "(goal <= %.0f)\n",
-           worst, RATIO_GOAL, bytes, BYTES_GOAL);
+    printf("\nworst ratio %.2f (goal <= %.0f), worst shuffled ratio %.2f "
+           "(goal <= %.0f),\nworst bytes a slot %.1f (goal <= %.0f)\n",
+           worst, RATIO_GOAL, worst_spread, RATIO_GOAL, bytes, BYTES_GOAL);
     return 0;
 }
