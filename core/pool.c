@@ -286,7 +286,7 @@ int tide_pool_new(const struct tide_limits *limits,
     p->idle = (struct list){NIL, NIL};
     p->reserved = (struct list){NIL, NIL};
     absent_guards(p);
-    tide__itemmap_init(&p->map);
+    tide__itemmap_init_tagged(&p->map);
     rc = ward ? build_ward(p, ward, now) : 0;
     if (rc == 0 && p->limits.size <= PREALLOC_MAX)
         rc = grow(p, (uint32_t)p->limits.size);
@@ -550,7 +550,7 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     s->prev = LENT;
     s->next = NIL;
     s->since = now;
-    tide__itemmap_put(&p->map, at, i);
+    tide__itemmap_put(&p->map, at, item, i);
     return i;
 }
 
@@ -593,7 +593,7 @@ static int fill_checked(struct tide_pool *p, void *item, int64_t now)
         return TIDE_ENORESERVE;
     /* A reservation means the map has cells: the slot came from a grow. */
     uint32_t at = seek(p, item);
-    if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
+    if (tide__itemmap_slot_at(&p->map, at) != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
     (void)fill_reservation(p, item, now, at);
     return 0;
@@ -669,7 +669,7 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
     if (!p->map.cells)
         return NIL;
     *at = seek(p, item);
-    uint32_t i = p->map.cells[*at];
+    uint32_t i = tide__itemmap_slot_at(&p->map, *at);
     return i != TIDE__ITEMMAP_NONE ? i : adopt(p, item, now, *at);
 }
 
@@ -747,7 +747,7 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
     if (!p->map.cells)
         return TIDE_EUNKNOWN; /* never had a slot: nothing lent or reserved */
     uint32_t at = seek(p, item);
-    uint32_t i = p->map.cells[at];
+    uint32_t i = tide__itemmap_slot_at(&p->map, at);
     if (i == TIDE__ITEMMAP_NONE)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
