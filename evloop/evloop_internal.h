@@ -4,7 +4,8 @@
  *   evpool.c   creation, options, close, free, stats
  *   conns.c    the record of every resource the pool made, found by pointer
  *   serve.c    the pump: hands resources (idle or made) to waiters in order
- *   waiters.c  acquire, cancel, timeouts, delivery of answers
+ *   waiters.c  acquire, cancel, delivery of answers
+ *   deadlines.c  acquire timeouts: one timer per distinct timeout
  *   loans.c    try_acquire, release, discard, lost, destroy
  *   makes.c    make tokens: factory calls, make timeouts, answers
  *   upkeep.c   timers armed only while there is work: eviction and the
@@ -90,15 +91,19 @@ enum waiter_state {
 
 struct tide_acquire {
     struct tide_evpool *pool;
-    struct tide_acquire *prev;
+    struct tide_acquire *prev; /* in the queue, or the ready list */
     struct tide_acquire *next;
-    struct event timer; /* the acquire timeout */
+    /* its acquire timeout: a place in a deadline queue (deadlines.c), or
+     * a timer of its own when none could take it */
+    struct tide_acquire *sooner;
+    struct tide_acquire *later;
+    struct event *timer;
+    int64_t deadline; /* TIDE_FOREVER: none */
+    int queue;        /* its deadline queue, or -1 */
     tide_acquire_cb cb;
     void *arg;
     int64_t start;
     enum waiter_state state;
-    bool timer_armed;
-    bool timer_assigned; /* there is a timeout at all */
     /* the answer, once READY */
     int status;
     void *resource;
@@ -107,6 +112,24 @@ struct tide_acquire {
 };
 
 struct waiter_list TIDE__LIST_OF(struct tide_acquire);
+
+/* Records of acquires answered, kept for the next ones (linked by next):
+ * a busy pool then queues and answers its callers with no malloc or free.
+ * A few: enough for the callers in flight at once on a steady loop; a
+ * burst beyond them is given back to the heap as it drains. */
+#define SPARE_WAITERS 64
+/* ... except under AddressSanitizer, which then still catches a handle
+ * used after its callback returned for the use after free it is. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARES_KEPT 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARES_KEPT 0
+#endif
+#endif
+#ifndef SPARES_KEPT
+#define SPARES_KEPT SPARE_WAITERS
+#endif
 
 /* ---- makes and checks ---- */
 
@@ -167,7 +190,8 @@ struct waits {
 #define RECENT_SLICE  TIDE_SEC(15)
 
 struct recent_waits {
-    int64_t newest; /* slice index (clock / RECENT_SLICE) of the newest */
+    int64_t newest;      /* slice index (clock / RECENT_SLICE) of the newest */
+    int64_t newest_ends; /* the clock value where the newest slice ends */
     bool started;
     struct waits slices[RECENT_SLICES];
 };
@@ -221,7 +245,20 @@ struct wake {
     bool armed;
 };
 
-#define COMMON_TIMEOUTS 8
+/* The waiters with one acquire timeout, oldest first: they were queued in
+ * that order, so they time out in it, and one timer at the head's deadline
+ * serves them all (deadlines.c). */
+#define DEADLINE_QUEUES 8
+
+struct deadline_queue {
+    struct event timer;
+    struct tide_evpool *pool;
+    int64_t span; /* the timeout of all in it; 0 while it has none */
+    bool armed;
+    struct tide_acquire *head;
+    struct tide_acquire *tail;
+    int64_t count;
+};
 
 struct tide_evpool {
     struct event_base *base;
@@ -251,13 +288,10 @@ struct tide_evpool {
     /* callers */
     struct waiter_list queued;
     struct waiter_list ready;
-    /* common timeouts: the same acquire timeout for many waiters costs
-     * O(1) each */
-    struct {
-        int64_t span;
-        const struct timeval *tv;
-    } common[COMMON_TIMEOUTS];
-    int n_common;
+    struct tide_acquire *spare;
+    int spares;
+    int deadline_hint; /* the deadline queue the last acquire went to */
+    struct deadline_queue deadlines[DEADLINE_QUEUES];
 
     /* makes, and checks and resets, in progress */
     struct make_list TIDE__LIST_OF(struct tide_make) makes;
@@ -402,6 +436,21 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
 void tide__waiters_deliver(struct tide_evpool *p);
 void tide__waiters_fail_all(struct tide_evpool *p, int status);
 void tide__waiters_free_all(struct tide_evpool *p);
+
+/* deadlines.c */
+void tide__deadlines_init(struct tide_evpool *p);
+/* Starts w's acquire timeout of span ns (TIDE_FOREVER: none); 0, or
+ * TIDE_ENOMEM. */
+int tide__deadline_start(struct tide_evpool *p, struct tide_acquire *w,
+                         int64_t span);
+/* w is answered or cancelled: its timeout ends. */
+void tide__deadline_stop(struct tide_acquire *w);
+/* Stops the timer of each deadline queue left empty: a pending timer holds
+ * the loop. Left armed until here, a queue that empties and fills again
+ * within a pump run (a caller acquiring again from its callback) costs no
+ * timer change at all. */
+void tide__deadlines_sync(struct tide_evpool *p);
+void tide__deadlines_stop_all(struct tide_evpool *p);
 
 /* makes.c */
 void tide__make_start(struct tide_evpool *p, bool for_waiter);

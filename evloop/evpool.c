@@ -149,6 +149,7 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
         o.ward.backoff ? *o.ward.backoff : (struct tide_backoff){0});
     event_assign(&p->pump, base, -1, 0, on_pump, p);
     tide__wake_init(p, &p->retry);
+    tide__deadlines_init(p);
     event_assign(&p->closed_ev, base, -1, 0, on_closed, p);
     tide__upkeep_init(p, o.evict_interval, o.health_interval, o.lag_interval);
     *out = p;
@@ -235,6 +236,7 @@ static void free_now(struct tide_evpool *p)
     event_debug_unassign(&p->lag.ev);
     event_debug_unassign(&p->topup_wake.ev);
     tide__waiters_free_all(p);
+    tide__deadlines_stop_all(p);
     tide__makes_orphan_all(p);
     tide__asides_orphan_all(p);
     for (uint32_t i = 0; i < p->conn_capacity; i++) {

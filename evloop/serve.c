@@ -171,8 +171,9 @@ static void serve_waiters(struct tide_evpool *p)
         bool idle = tide_pool_idle(p->core) > 0;
         if (!idle && p->makes_for_waiters >= p->queued.count)
             return; /* every waiter without a resource has a make coming */
+        /* the roll is for a make, and with an idle one there is none */
         struct tide_taken t =
-            tide_pool_take(p->core, p->now, tide__evpool_roll(p));
+            tide_pool_take(p->core, p->now, idle ? 0.0 : tide__evpool_roll(p));
         switch (t.answer) {
         case TIDE_READY:
         case TIDE_STALE:
@@ -202,6 +203,7 @@ void tide__serve(struct tide_evpool *p)
     drop_retry_if_unwanted(p);
     tide__topup(p);
     tide__waiters_deliver(p);
+    tide__deadlines_sync(p);
     tide__upkeep_sync(p);
     tide__evpool_check_closed(p);
 }

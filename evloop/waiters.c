@@ -2,44 +2,36 @@
  *
  * A waiter is QUEUED in the FIFO until it is answered; the answer moves it
  * to the ready list, which the pump delivers in order from the loop. Its
- * timer is the acquire timeout: common timeouts make many waiters with the
- * same timeout cost O(1) each. */
+ * acquire timeout is a place in a deadline queue (deadlines.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "evloop_internal.h"
 
-static void waiter_free(struct tide_acquire *w)
+/* A record for a new acquire: a spare one, else from the heap. */
+static struct tide_acquire *waiter_new(struct tide_evpool *p)
 {
-    if (w->timer_armed)
-        event_del(&w->timer);
-    /* an embedded event: libevent's debug mode tracks it until told */
-    if (w->timer_assigned)
-        event_debug_unassign(&w->timer);
-    free(w->message);
-    free(w);
+    struct tide_acquire *w = p->spare;
+    if (!w)
+        return calloc(1, sizeof *w);
+    p->spare = w->next;
+    p->spares--;
+    memset(w, 0, sizeof *w);
+    return w;
 }
 
-/* The timeval to arm a waiter's timer with: a common timeout for spans seen
- * before (up to COMMON_TIMEOUTS of them), a plain one otherwise. */
-static const struct timeval *timeout_tv(struct tide_evpool *p, int64_t span,
-                                        struct timeval *plain)
+static void waiter_free(struct tide_acquire *w)
 {
-    for (int k = 0; k < p->n_common; k++)
-        if (p->common[k].span == span)
-            return p->common[k].tv;
-    tide__timeval(span, plain);
-    if (p->n_common < COMMON_TIMEOUTS) {
-        const struct timeval *tv =
-            event_base_init_common_timeout(p->base, plain);
-        if (tv) {
-            p->common[p->n_common].span = span;
-            p->common[p->n_common].tv = tv;
-            p->n_common++;
-            return tv;
-        }
+    tide__deadline_stop(w);
+    free(w->message);
+    struct tide_evpool *p = w->pool;
+    if (p->spares < SPARES_KEPT) {
+        w->next = p->spare;
+        p->spare = w;
+        p->spares++;
+        return;
     }
-    return plain;
+    free(w);
 }
 
 void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
@@ -47,10 +39,7 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
                          int64_t retry_after, const char *message)
 {
     TIDE__LIST_UNLINK(&p->queued, w);
-    if (w->timer_armed) {
-        event_del(&w->timer);
-        w->timer_armed = false;
-    }
+    tide__deadline_stop(w);
     w->state = WAITER_READY;
     w->status = status;
     w->resource = resource;
@@ -86,24 +75,6 @@ void tide__waiters_deliver(struct tide_evpool *p)
     }
 }
 
-static void on_timeout(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct tide_acquire *w = arg;
-    struct tide_evpool *p = w->pool;
-    w->timer_armed = false;
-    tide__evpool_enter(p);
-    p->counters.timeouts++;
-    /* when the last make failed, say why the wait was in vain */
-    tide__waiter_answer(p, w, TIDE_ETIMEDOUT, NULL, TIDE_GUARD_NONE, 0,
-                        p->make_error ? p->last_message : NULL);
-    tide__waiters_deliver(p);
-    /* its place in the make count passes on: re-run the pump */
-    if (tide__evpool_leave(p))
-        tide__serve_schedule(p);
-}
-
 int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
                         tide_acquire_cb cb, void *arg,
                         struct tide_acquire **handle)
@@ -119,20 +90,16 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
         p->counters.queue_full++;
         return TIDE_EQUEUEFULL;
     }
-    struct tide_acquire *w = calloc(1, sizeof *w);
+    struct tide_acquire *w = waiter_new(p);
     if (!w)
         return TIDE_ENOMEM;
     w->pool = p;
     w->cb = cb;
     w->arg = arg;
     w->start = tide__evpool_now(p);
-    int64_t span = timeout ? timeout : p->acquire_timeout;
-    if (span != TIDE_FOREVER) {
-        struct timeval plain;
-        event_assign(&w->timer, p->base, -1, 0, on_timeout, w);
-        w->timer_assigned = true;
-        event_add(&w->timer, timeout_tv(p, span, &plain));
-        w->timer_armed = true;
+    if (tide__deadline_start(p, w, timeout ? timeout : p->acquire_timeout)) {
+        waiter_free(w);
+        return TIDE_ENOMEM;
     }
     TIDE__LIST_APPEND(&p->queued, w);
     tide__serve_schedule(p);
@@ -219,4 +186,10 @@ void tide__waiters_free_all(struct tide_evpool *p)
         }
         waiter_free(w);
     }
+    while (p->spare) {
+        struct tide_acquire *w = p->spare;
+        p->spare = w->next;
+        free(w);
+    }
+    p->spares = 0;
 }

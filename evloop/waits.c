@@ -56,6 +56,12 @@ int64_t tide__waits_quantile(const struct waits *w, double q)
 
 void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
 {
+    /* most waits end in the slice the last one did: no division for them */
+    if (r->started && now >= r->newest_ends - RECENT_SLICE &&
+        now < r->newest_ends) {
+        tide__waits_add(&r->slices[r->newest % RECENT_SLICES], ns);
+        return;
+    }
     int64_t slice = now / RECENT_SLICE;
     if (!r->started) {
         r->started = true;
@@ -69,6 +75,7 @@ void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
     }
     if (slice > r->newest)
         r->newest = slice;
+    r->newest_ends = (r->newest + 1) * RECENT_SLICE;
     /* a clock that went back counts into the newest slice */
     tide__waits_add(&r->slices[r->newest % RECENT_SLICES], ns);
 }

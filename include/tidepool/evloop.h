@@ -212,7 +212,8 @@ typedef void (*tide_acquire_cb)(struct tide_evpool *pool, int status,
 /* Queues an acquire. timeout 0 means the pool's acquire_timeout. Returns 0
  * and, when `handle` is not NULL, a handle valid until the callback returns
  * or cancel returns (a cancel from inside the acquire's own callback does
- * nothing: the answer is given). Fails at once, with no callback, with
+ * nothing: the answer is given); afterwards the pool may reuse it for a
+ * later acquire, so it must not be kept. Fails at once, with no callback, with
  * TIDE_EINVAL, TIDE_ECLOSED or TIDE_EQUEUEFULL. */
 TIDE_API int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
                                  tide_acquire_cb cb, void *arg,

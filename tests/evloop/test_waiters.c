@@ -239,6 +239,58 @@ START_TEST(default_timeout_is_the_pools)
 }
 END_TEST
 
+/* Waiters with one timeout share a timer armed for the head: when the
+ * head is served first, the next still times out on its own deadline,
+ * neither early (at the head's) nor late. */
+START_TEST(next_waiter_times_out_on_its_own_deadline_after_the_head_is_served)
+{
+    pool_of(1);
+    struct answer *a = acquired();
+    struct answer *head = acquire(TIDE_MS(100), NULL);
+    run_ms(50);
+    int64_t queued = now_ns();
+    struct answer *next = acquire(TIDE_MS(100), NULL);
+    run_ms(10);
+    struct fake *f = release(a); /* the head is served, 40 ms before its
+                                    deadline */
+    ck_assert(run_until_answered(head, 200));
+    ck_assert_int_eq(head->status, 0);
+    ck_assert_ptr_eq(head->resource, f);
+    ck_assert(run_until_answered(next, 1000));
+    int64_t waited = now_ns() - queued;
+    ck_assert_int_eq(next->status, TIDE_ETIMEDOUT);
+    ck_assert_int_ge(waited, TIDE_MS(99));  /* not at the head's deadline */
+    ck_assert_int_lt(waited, TIDE_MS(180)); /* nor a round later */
+    release(head);
+}
+END_TEST
+
+/* More distinct timeouts at once than the pool keeps shared timers for:
+ * each still times out on its own, in deadline order, never early. */
+#define SPANS 12
+
+START_TEST(many_distinct_timeouts_each_time_out_on_time)
+{
+    pool_of(1);
+    struct answer *a = acquired();
+    struct answer *w[SPANS];
+    int64_t start = now_ns();
+    for (int k = 0; k < SPANS; k++) /* 130, 120, ... 20 ms */
+        w[k] = acquire(TIDE_MS(20 + 10 * (SPANS - 1 - k)), NULL);
+    ck_assert(run_until(answered_all, 1000));
+    for (int k = 0; k < SPANS; k++) {
+        ck_assert_int_eq(w[k]->status, TIDE_ETIMEDOUT);
+        ck_assert_int_eq(w[k]->calls, 1);
+        if (k > 0) /* the shorter timeout answered first */
+            ck_assert_int_lt(w[k]->order, w[k - 1]->order);
+    }
+    ck_assert_int_ge(now_ns() - start, TIDE_MS(129));
+    ck_assert_int_eq(stats().timeouts, SPANS);
+    ck_assert_int_eq(stats().waiting, 0);
+    release(a);
+}
+END_TEST
+
 START_TEST(release_from_inside_the_callback_serves_the_next)
 {
     pool_of(1);
@@ -383,6 +435,9 @@ static Suite *waiters_suite(void)
     tcase_add_test(tc, timeout_answers_etimedout_once);
     tcase_add_test(tc, timed_out_waiter_passes_its_place_on);
     tcase_add_test(tc, default_timeout_is_the_pools);
+    tcase_add_test(
+        tc, next_waiter_times_out_on_its_own_deadline_after_the_head_is_served);
+    tcase_add_test(tc, many_distinct_timeouts_each_time_out_on_time);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("bounds");

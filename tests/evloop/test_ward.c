@@ -372,6 +372,8 @@ START_TEST(lost_after_serving_is_no_outcome)
     ck_assert_ptr_ne(c->resource, g);
     ck_assert_int_eq(r.failures, 0);
     ck_assert_uint_eq(stats().make_failures, 0);
+    /* given back here: the strategy's counts live on this stack */
+    release(c);
 }
 END_TEST
 
