@@ -308,6 +308,9 @@ struct tide_evpool {
 
     /* events */
     struct event pump;
+    bool pumping; /* the pump runs: a schedule asks it for another round */
+    bool pump_again;
+    int delivering;            /* an acquire's callback is running */
     struct wake retry;         /* after LATER, for the waiters */
     struct upkeep_timer evict; /* eviction, and the rounds of top-ups */
     bool evicting;             /* evict_interval is not TIDE_FOREVER */
@@ -400,6 +403,10 @@ void tide__conn_remove(struct tide_evpool *p, uint32_t i);
  * destroyed and reported to the breaker. Returns the record of a live one,
  * lent in the core and ready for tide__loan_start, or CONN_NONE. */
 uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t);
+/* Lends the idle head at once (nobody may be queued): 0 with *resource,
+ * or TIDE_EWOULDBLOCK, TIDE_EUNAVAILABLE (shed, counted), TIDE_ECLOSED.
+ * What try_acquire does, and an acquire that can be answered at once. */
+int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource);
 /* Hands conn i (lent in the core) to a caller: counts the loan. */
 void tide__loan_start(struct tide_evpool *p, uint32_t i);
 /* Takes back a loan the caller never saw (set aside for a waiter that was

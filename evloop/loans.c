@@ -144,8 +144,8 @@ uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
     return take_idle(p, t);
 }
 
-/* The common try_acquire: the idle head is fresh, alive and lent at once,
- * with nothing live made or destroyed, so no upkeep timer has anything to
+/* The common lend: the idle head is fresh, alive and lent at once, with
+ * nothing live made or destroyed, so no upkeep timer has anything to
  * change. The roll is for makes, and with an idle one there is none. */
 int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
 {
@@ -159,7 +159,11 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         return TIDE_ECLOSED;
     if (p->queued.count > 0) /* never a barge past queued callers */
         return TIDE_EWOULDBLOCK;
-    int64_t now = tide__evpool_now_fast(p);
+    return tide__lend_now(p, tide__evpool_now_fast(p), resource);
+}
+
+int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource)
+{
     int rc = TIDE_EWOULDBLOCK;
     bool changed = false; /* something destroyed, or the answer is no */
     while (tide_pool_idle(p->core) > 0) {

@@ -10,8 +10,16 @@
 
 #include "evloop_internal.h"
 
+/* While the pump runs, what would schedule it (a caller acquiring again
+ * from its callback, a release there) asks for another round of the same
+ * run instead: no event made active and dispatched, no clock read, per
+ * caller served, on a busy loop. */
 void tide__serve_schedule(struct tide_evpool *p)
 {
+    if (p->pumping) {
+        p->pump_again = true;
+        return;
+    }
     event_active(&p->pump, EV_TIMEOUT, 0);
 }
 
@@ -195,14 +203,33 @@ static void serve_waiters(struct tide_evpool *p)
     }
 }
 
+/* Rounds of a pump run before it yields to the loop with work left: the
+ * callers' callbacks run in them, and other events must not starve while
+ * callers keep acquiring from their callbacks. */
+#define SERVE_ROUNDS 32
+
 void tide__serve(struct tide_evpool *p)
 {
-    serve_waiters(p);
+    if (p->pumping) { /* a loop run from inside a callback */
+        p->pump_again = true;
+        return;
+    }
+    p->pumping = true;
+    int rounds = 0;
+    do {
+        p->pump_again = false;
+        serve_waiters(p);
+        if (p->free_pending)
+            break; /* freed from a hook: nothing is left to serve */
+        drop_retry_if_unwanted(p);
+        tide__topup(p);
+        tide__waiters_deliver(p);
+    } while (!p->free_pending && p->pump_again && ++rounds < SERVE_ROUNDS);
+    p->pumping = false;
     if (p->free_pending)
-        return; /* freed from a hook: nothing is left to serve */
-    drop_retry_if_unwanted(p);
-    tide__topup(p);
-    tide__waiters_deliver(p);
+        return;
+    if (p->pump_again) /* work left: after the loop's other events */
+        tide__serve_schedule(p);
     tide__deadlines_sync(p);
     tide__upkeep_sync(p);
     tide__evpool_check_closed(p);

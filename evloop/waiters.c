@@ -57,11 +57,14 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
     tide__serve_schedule(p); /* the pump delivers it, from the loop */
 }
 
-/* Delivers every ready answer, oldest first. A callback may free the pool:
+/* Delivers the ready answers, oldest first. A callback may free the pool:
  * then the rest are dropped with it (free runs when the pump unwinds). */
 void tide__waiters_deliver(struct tide_evpool *p)
 {
-    while (p->ready.head && !p->free_pending) {
+    /* those ready now: one answered from a callback meanwhile waits for
+     * the next round, so a chain of them cannot hold the loop */
+    for (int64_t n = p->ready.count; n > 0 && p->ready.head && !p->free_pending;
+         n--) {
         struct tide_acquire *w = p->ready.head;
         TIDE__LIST_UNLINK(&p->ready, w);
         w->state = WAITER_DELIVERING;
@@ -69,10 +72,40 @@ void tide__waiters_deliver(struct tide_evpool *p)
             tide__waits_add(&p->waits, p->now - w->start);
             tide__recent_add(&p->recent, p->now, p->now - w->start);
         }
+        p->delivering++;
         if (w->cb)
             w->cb(p, w->status, w->resource, &w->why, w->arg);
+        p->delivering--;
         waiter_free(w);
     }
+}
+
+/* Called from an acquire's callback (a caller acquiring again), with an
+ * idle resource and nobody queued, the pump would lend it to this caller
+ * in its next round: lend it now, and let that round only deliver it. The
+ * answer still comes from the loop, with no queue place or timeout to
+ * keep meanwhile, and the factory's hooks run inside a pool callback as in
+ * the pump. Only where taking has no side effect to repeat should it
+ * refuse (a breaker not closed, a shedder): elsewhere the pump decides. */
+static bool answer_at_once(struct tide_evpool *p, struct tide_acquire *w)
+{
+    if (p->delivering == 0 || p->queued.count > 0 || p->shedding ||
+        tide_pool_idle(p->core) == 0 ||
+        (p->breaker && tide_breaker_state(p->breaker) != TIDE_BREAKER_ACTIVE))
+        return false;
+    void *resource;
+    if (tide__lend_now(p, w->start, &resource) != 0)
+        return false;
+    w->deadline = TIDE_FOREVER;
+    w->queue = -1;
+    w->state = WAITER_READY;
+    w->status = 0;
+    w->resource = resource;
+    w->why.make_error = p->make_error;
+    w->why.message = tide_strerror(0);
+    TIDE__LIST_APPEND(&p->ready, w);
+    tide__serve_schedule(p);
+    return true;
 }
 
 int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
@@ -97,6 +130,15 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
     w->cb = cb;
     w->arg = arg;
     w->start = tide__evpool_now(p);
+    if (answer_at_once(p, w)) {
+        if (handle)
+            *handle = w;
+        return 0;
+    }
+    if (p->closing) { /* a hook closed it while lending */
+        waiter_free(w);
+        return TIDE_ECLOSED;
+    }
     if (tide__deadline_start(p, w, timeout ? timeout : p->acquire_timeout)) {
         waiter_free(w);
         return TIDE_ENOMEM;

@@ -291,6 +291,119 @@ START_TEST(many_distinct_timeouts_each_time_out_on_time)
 }
 END_TEST
 
+struct nested {
+    int first_calls;
+    bool first_returned;
+    int second_calls;
+    bool second_after_first;
+    void *second_resource;
+    int second_status;
+};
+
+static struct nested nest;
+
+static void second_cb(struct tide_evpool *pool, int status, void *resource,
+                      const struct tide_why *why, void *arg)
+{
+    (void)why;
+    (void)arg;
+    nest.second_calls++;
+    nest.second_after_first = nest.first_returned;
+    nest.second_status = status;
+    nest.second_resource = resource;
+    if (resource)
+        ck_assert_int_eq(tide_evpool_release(pool, resource), 0);
+}
+
+static void first_cb(struct tide_evpool *pool, int status, void *resource,
+                     const struct tide_why *why, void *arg)
+{
+    (void)why;
+    (void)arg;
+    nest.first_calls++;
+    ck_assert_int_eq(status, 0);
+    ck_assert_int_eq(tide_evpool_release(pool, resource), 0);
+    /* the resource just given back is idle and nobody waits: it is this
+     * caller's, but its answer still waits for this callback to return */
+    ck_assert_int_eq(tide_evpool_acquire(pool, 0, second_cb, NULL, NULL), 0);
+    ck_assert_int_eq(nest.second_calls, 0);
+    nest.first_returned = true;
+}
+
+static bool second_answered(void)
+{
+    return nest.second_calls > 0;
+}
+
+START_TEST(acquire_from_a_callback_is_answered_after_it_returns)
+{
+    nest = (struct nested){0}; /* CK_FORK=no runs every test in one process */
+    pool_of(1);
+    struct fake *f = release(acquired());
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, first_cb, NULL, NULL), 0);
+    ck_assert(run_until(second_answered, 1000));
+    ck_assert_int_eq(nest.first_calls, 1);
+    ck_assert_int_eq(nest.second_calls, 1);
+    ck_assert(nest.second_after_first);
+    ck_assert_int_eq(nest.second_status, 0);
+    ck_assert_ptr_eq(nest.second_resource, f);
+    run_ms(10);
+    ck_assert_int_eq(nest.second_calls, 1);
+    ck_assert_int_eq(stats().made, 1);
+    ck_assert_int_eq(stats().idle, 1);
+}
+END_TEST
+
+#define CHAIN 5000
+
+struct chain {
+    int cycles;
+    int cycles_when_other_ran; /* -1: not yet */
+};
+
+static struct chain chain;
+
+static void chain_cb(struct tide_evpool *pool, int status, void *resource,
+                     const struct tide_why *why, void *arg)
+{
+    (void)why;
+    (void)arg;
+    ck_assert_int_eq(status, 0);
+    ck_assert_int_eq(tide_evpool_release(pool, resource), 0);
+    if (++chain.cycles < CHAIN)
+        ck_assert_int_eq(tide_evpool_acquire(pool, 0, chain_cb, NULL, NULL), 0);
+}
+
+static void other_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    chain.cycles_when_other_ran = chain.cycles;
+}
+
+static bool chain_done(void)
+{
+    return chain.cycles == CHAIN && chain.cycles_when_other_ran >= 0;
+}
+
+/* Callers acquiring again from their callbacks are served in rounds of the
+ * same pump run, but the run yields to the loop now and then: another
+ * event made active meanwhile runs long before the chain ends. */
+START_TEST(a_chain_of_callers_does_not_starve_the_loop)
+{
+    chain = (struct chain){.cycles_when_other_ran = -1};
+    pool_of(1);
+    release(acquired());
+    struct event *other = event_new(fx->base, -1, 0, other_event, NULL);
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, chain_cb, NULL, NULL), 0);
+    event_active(other, EV_TIMEOUT, 0);
+    ck_assert(run_until(chain_done, 5000));
+    ck_assert_int_lt(chain.cycles_when_other_ran, 200);
+    event_free(other);
+}
+END_TEST
+
 START_TEST(release_from_inside_the_callback_serves_the_next)
 {
     pool_of(1);
@@ -418,6 +531,8 @@ static Suite *waiters_suite(void)
     tcase_add_test(tc, release_does_not_barge);
     tcase_add_test(tc, release_from_inside_the_callback_serves_the_next);
     tcase_add_test(tc, cancel_from_inside_its_own_callback_is_a_no_op);
+    tcase_add_test(tc, acquire_from_a_callback_is_answered_after_it_returns);
+    tcase_add_test(tc, a_chain_of_callers_does_not_starve_the_loop);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cancel");
