@@ -241,6 +241,15 @@ struct client {
     struct tide_group_acquire *acquiring;
     struct tide_group_upstream *up;
     struct bufferevent *ub; /* the lent upstream connection */
+    /* A plain TCP upstream's response is read from its socket by the proxy
+     * (raw), not through the bufferevent: no ioctl(FIONREAD) per read, no
+     * buffer chain allocated and freed, no deferred callback one trip
+     * through the loop later. The bufferevent still writes what the socket
+     * did not take and reports write failures. TLS goes through it. */
+    bool raw;
+    struct event urd;  /* raw: EV_READ, persistent, resp_tv of silence */
+    struct px_buf uin; /* raw: read, not parsed yet */
+    struct timeval resp_tv;
     http_parser resp_parser;
     struct headers resp_headers;
     size_t reason;     /* in resp_headers.text, or NO_VALUE */
@@ -278,6 +287,35 @@ static const char *client_url(const struct client *c)
     return c->url == NO_VALUE ? NULL : c->req_headers.text.p + c->url;
 }
 
+/* The upstream's reading, stopped while a slow client catches up. */
+static bool upstream_paused(struct client *c)
+{
+    return c->raw ? !event_pending(&c->urd, EV_READ, NULL)
+                  : !(bufferevent_get_enabled(c->ub) & EV_READ);
+}
+
+static void upstream_pause(struct client *c)
+{
+    if (upstream_paused(c))
+        return;
+    c->px->stats.paused++;
+    if (c->raw)
+        event_del(&c->urd);
+    else
+        bufferevent_disable(c->ub, EV_READ);
+}
+
+/* Reading again, with tv as the upstream's allowed silence. */
+static void upstream_resume(struct client *c, const struct timeval *tv)
+{
+    if (c->raw) {
+        event_add(&c->urd, tv);
+        return;
+    }
+    bufferevent_set_timeouts(c->ub, tv, NULL);
+    bufferevent_enable(c->ub, EV_READ);
+}
+
 /* A send failed: the client closed or reset. What that means depends on
  * the exchange (client_gone), decided from rd's callback. */
 static void client_lost(struct client *c)
@@ -312,9 +350,8 @@ static void client_send(struct client *c)
     }
     if (event_pending(&c->wr, EV_WRITE, NULL))
         event_del(&c->wr);
-    if (c->state == C_EXCHANGING && c->ub &&
-        !(bufferevent_get_enabled(c->ub) & EV_READ))
-        bufferevent_enable(c->ub, EV_READ); /* the client caught up */
+    if (c->state == C_EXCHANGING && c->ub && upstream_paused(c))
+        upstream_resume(c, &c->resp_tv); /* the client caught up */
 }
 
 /* Sends what was gathered, unless the write event already waits to. */
@@ -653,7 +690,7 @@ static int rs_body(http_parser *p, const char *at, size_t len)
     struct client *c = p->data;
     struct px_buf *out = client_out(c);
     if (client_queued(c) + len > OUTPUT_HIGH && c->ub && !c->orphan)
-        bufferevent_disable(c->ub, EV_READ);
+        upstream_pause(c);
     if (c->chunked_out) {
         add_hex(out, len);
         px_buf_add(out, "\r\n", 2);
@@ -697,6 +734,16 @@ static void give_back(struct client *c, bool keep)
         return;
     bufferevent_setcb(c->ub, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(c->ub, NULL, NULL);
+    if (c->raw) {
+        /* back as lent: the bufferevent reading, its event added before
+         * ours is removed, so the descriptor's read interest never leaves
+         * epoll (no epoll_ctl either way) */
+        if (keep && !(bufferevent_get_enabled(c->ub) & EV_READ))
+            bufferevent_enable(c->ub, EV_READ);
+        event_del(&c->urd);
+        px_buf_clear(&c->uin);
+        c->raw = false;
+    }
     if (keep) {
         (void)tide_group_release(c->px->group, c->up, c->ub);
     } else {
@@ -742,15 +789,19 @@ static void exchange_failed(struct client *c, const char *why)
 
 static void upstream_parse(struct client *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->ub);
-    size_t len = evbuffer_get_length(in);
+    struct evbuffer *in = c->raw ? NULL : bufferevent_get_input(c->ub);
+    size_t len = c->raw ? px_buf_size(&c->uin) : evbuffer_get_length(in);
     if (len == 0)
         return;
     c->any_byte = true;
-    const char *data = (const char *)evbuffer_pullup(in, (ssize_t)len);
+    const char *data = c->raw ? px_buf_data(&c->uin)
+                              : (const char *)evbuffer_pullup(in, (ssize_t)len);
     size_t used =
         http_parser_execute(&c->resp_parser, &response_settings, data, len);
-    evbuffer_drain(in, used);
+    if (c->raw)
+        px_buf_consume(&c->uin, used);
+    else
+        evbuffer_drain(in, used);
     if (c->orphan)
         px_buf_clear(&c->out); /* for nobody */
     enum http_errno err = HTTP_PARSER_ERRNO(&c->resp_parser);
@@ -763,7 +814,7 @@ static void upstream_parse(struct client *c)
     if (!c->resp_done)
         return;
     /* bytes after the response: the connection is not clean */
-    bool keep = c->upstream_reusable && evbuffer_get_length(in) == 0;
+    bool keep = c->upstream_reusable && len == used;
     give_back(c, keep);
     c->px->stats.responses++;
     client_next(c);
@@ -823,6 +874,34 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
         client_flush(c);
 }
 
+/* A raw upstream's socket is readable, or was silent for resp_tv. */
+static void on_upstream_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+    if (what & EV_TIMEOUT) {
+        upstream_event(c->ub, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, c);
+    } else {
+        /* as much as there is room for: level-triggered, the loop comes
+         * back for the rest */
+        px_buf_reserve(&c->uin, 16384);
+        ssize_t n = recv(fd, c->uin.p + c->uin.len, c->uin.cap - c->uin.len, 0);
+        if (n < 0 &&
+            (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        if (n > 0) {
+            c->uin.len += (size_t)n;
+            upstream_parse(c);
+        } else {
+            upstream_event(c->ub,
+                           BEV_EVENT_READING |
+                               (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR),
+                           c);
+        }
+    }
+    if (c->state != C_DEAD)
+        client_flush(c);
+}
+
 static void send_upstream(struct client *c)
 {
     http_parser_init(&c->resp_parser, HTTP_RESPONSE);
@@ -831,11 +910,9 @@ static void send_upstream(struct client *c)
     c->head_sent = false;
     c->resp_done = false;
     c->chunked_out = false;
-    struct timeval tv = {
+    c->resp_tv = (struct timeval){
         .tv_sec = (time_t)(c->px->response_timeout / 1000000000),
         .tv_usec = (suseconds_t)(c->px->response_timeout % 1000000000 / 1000)};
-    bufferevent_setcb(c->ub, on_upstream_read, NULL, on_upstream_event, c);
-    bufferevent_set_timeouts(c->ub, &tv, NULL);
     /* Only when not enabled already (a connection is lent enabled):
      * libevent adds the write event on every enable, whatever is queued,
      * so each request would cost two epoll_ctl and a wake-up to find
@@ -843,6 +920,20 @@ static void send_upstream(struct client *c)
     short both = EV_READ | EV_WRITE;
     if ((bufferevent_get_enabled(c->ub) & both) != both)
         bufferevent_enable(c->ub, both);
+    c->raw = !bufferevent_openssl_get_ssl(c->ub) &&
+             evbuffer_get_length(bufferevent_get_input(c->ub)) == 0;
+    if (c->raw) {
+        /* ours added before the bufferevent's read event is removed: the
+         * descriptor's read interest stays in epoll, no epoll_ctl */
+        event_assign(&c->urd, c->px->base, bufferevent_getfd(c->ub),
+                     EV_READ | EV_PERSIST, on_upstream_readable, c);
+        event_add(&c->urd, &c->resp_tv);
+        bufferevent_disable(c->ub, EV_READ);
+        bufferevent_setcb(c->ub, NULL, NULL, on_upstream_event, c);
+    } else {
+        bufferevent_setcb(c->ub, on_upstream_read, NULL, on_upstream_event, c);
+        bufferevent_set_timeouts(c->ub, &c->resp_tv, NULL);
+    }
     /* one write: the request is whole. Over plain TCP with nothing queued
      * it goes straight to the socket, as the client's answers do; a TLS
      * bufferevent's socket carries records, so it writes through it */
@@ -1035,8 +1126,7 @@ static bool client_orphan(struct client *c)
     client_close(c);
     px_buf_clear(&c->out);
     struct timeval second = {.tv_sec = 1};
-    bufferevent_set_timeouts(c->ub, &second, NULL);
-    bufferevent_enable(c->ub, EV_READ);
+    upstream_resume(c, &second);
     return true;
 }
 
@@ -1082,6 +1172,7 @@ static void client_free(struct client *c)
     px_buf_dispose(&c->out);
     px_buf_dispose(&c->req);
     px_buf_dispose(&c->req_body);
+    px_buf_dispose(&c->uin);
     headers_dispose(&c->req_headers);
     headers_dispose(&c->resp_headers);
     free(c);

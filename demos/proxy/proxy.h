@@ -69,6 +69,8 @@ struct px_stats {
     uint64_t orphans;   /* of those, responses read to their end for
                            nobody so the connection went back whole */
     uint64_t discarded; /* upstream connections discarded */
+    uint64_t paused;    /* times an upstream's reading stopped while a
+                           slow client caught up */
     int64_t clients;    /* client connections open */
 };
 

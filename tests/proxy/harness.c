@@ -549,6 +549,8 @@ static int o_done(http_parser *p)
 {
     struct oconn *c = p->data;
     struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (strstr(c->url, "silent"))
+        return 0;
     int status = 200;
     const char *s = strstr(c->url, "status=");
     if (s)
@@ -571,6 +573,11 @@ static int o_done(http_parser *p)
         evbuffer_add(out, file_bytes(1024), 1024);
         struct timeval tv = {.tv_usec = 200000};
         evtimer_add(&c->later, &tv);
+    } else if (strstr(c->url, "big")) {
+        /* 8 MiB: more than the sockets between it and a client hold */
+        evbuffer_add_printf(out, "Content-Length: %d\r\n\r\n", 8 << 20);
+        for (int i = 0; i < 8; i++)
+            evbuffer_add(out, file_bytes(1 << 20), 1 << 20);
     } else if (strstr(c->url, "stall")) {
         /* promise a megabyte, send a kilobyte, and hold */
         evbuffer_add_printf(out, "Content-Length: 1048576\r\n\r\n");
@@ -697,6 +704,8 @@ void origin_stop(void)
 
 /* ---- the proxy ---- */
 
+int64_t proxy_response_timeout;
+
 void proxy_start(const int *ports, int n, int size)
 {
     ck_assert_int_le(n, MAX_UPS);
@@ -724,7 +733,9 @@ void proxy_start(const int *ports, int n, int size)
     }
     ck_assert_int_eq(
         px_new(base, group,
-               &(struct px_options){.acquire_timeout = TIDE_SEC(3)}, &proxy),
+               &(struct px_options){.acquire_timeout = TIDE_SEC(3),
+                                    .response_timeout = proxy_response_timeout},
+               &proxy),
         0);
 }
 
@@ -768,6 +779,7 @@ void harness_setup(void)
         make_files();
     fds_at_setup = fds_open();
     base = event_base_new();
+    proxy_response_timeout = 0;
 }
 
 void harness_teardown(void)

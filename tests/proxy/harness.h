@@ -46,7 +46,9 @@ const unsigned char *file_bytes(size_t size);
  * close (Connection: close), status=N (answer N, no body when 1xx, 204,
  * 304), dropnext (answer, then close the connection unanswered when the
  * next request on it arrives), stall (promise 1 MiB, send 1 KiB, hold),
- * trickle (promise 2 KiB, send 1 KiB now and 1 KiB 200 ms later).
+ * trickle (promise 2 KiB, send 1 KiB now and 1 KiB 200 ms later),
+ * silent (read the request, never answer), big (8 MiB: /f1m's bytes
+ * eight times).
  * Headers X-Method, X-Forwarded-For-Seen and
  * X-Hop-Seen (1 when a hop-by-hop header reached it) report what it got. */
 int origin_start(void);
@@ -57,6 +59,9 @@ void origin_stop(void);
 /* A group of TCP upstreams on the given ports, each a pool of `size` with
  * a five-strikes breaker (cooldown 300 ms), and the proxy in front. */
 void proxy_start(const int *ports, int n, int size);
+/* The proxy's response_timeout for the next proxy_start (0: its preset);
+ * set back to 0 by harness_setup. */
+extern int64_t proxy_response_timeout;
 void proxy_stop(void);
 extern struct px *proxy;
 extern struct tide_group *group;

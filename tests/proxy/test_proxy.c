@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "loop.h"
 
 static struct nginx ng[2];
 
@@ -561,6 +562,95 @@ START_TEST(a_client_gone_before_a_small_rest_keeps_the_connection_whole)
 }
 END_TEST
 
+/* ---- a slow client, a silent upstream ---- */
+
+struct slow_job {
+    int port;
+    bool first_ok;
+    bool second_ok;
+};
+
+static void read_late(void *arg)
+{
+    struct slow_job *j = arg;
+    int fd = client_connect(j->port);
+    /* nothing read for a while: 8 MiB is more than the sockets between
+     * the proxy and the client hold (a receive buffer that is not read
+     * does not grow), so the proxy holds the rest until it stops reading
+     * from the upstream */
+    const char *req = "GET /echo?big HTTP/1.1\r\nHost: t\r\n\r\n";
+    (void)!write(fd, req, strlen(req));
+    usleep(500000);
+    struct response r;
+    j->first_ok = client_exchange(fd, "", 0, false, &r) && r.status == 200 &&
+                  r.body_len == 8 << 20;
+    for (size_t off = 0; j->first_ok && off < r.body_len; off += 1 << 20)
+        j->first_ok = memcmp(r.body + off, file_bytes(1 << 20), 1 << 20) == 0;
+    response_dispose(&r);
+    j->second_ok =
+        client_request(fd, "PUT", "/echo", file_bytes(1024), 1024, false, &r) &&
+        r.status == 200 && r.body_len == 1024 &&
+        memcmp(r.body, file_bytes(1024), 1024) == 0;
+    response_dispose(&r);
+    close(fd);
+}
+
+START_TEST(a_slow_client_pauses_the_upstream_and_gets_every_byte)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 1);
+    struct slow_job j = {.port = proxy_port()};
+    run_client(read_late, &j, 20000);
+    ck_assert(j.first_ok);
+    ck_assert(j.second_ok);
+    ck_assert_uint_gt(pstats().paused, 0);
+    ck_assert_uint_eq(pstats().discarded, 0);
+    struct tide_group_stats s;
+    tide_group_stats(group, &s);
+    ck_assert_uint_eq(s.pools.made, 1); /* paused, resumed, reused */
+}
+END_TEST
+
+struct silent_job {
+    int port;
+    int status;
+    bool after_ok;
+    int64_t ms;
+};
+
+static void ask_a_silent_origin(void *arg)
+{
+    struct silent_job *j = arg;
+    int fd = client_connect(j->port);
+    struct response r;
+    int64_t t0 = tide_test_now_ms();
+    if (client_request(fd, "GET", "/echo?silent", NULL, 0, false, &r))
+        j->status = r.status;
+    j->ms = tide_test_now_ms() - t0;
+    response_dispose(&r);
+    /* the client connection stays usable */
+    j->after_ok = client_request(fd, "GET", "/echo", NULL, 0, false, &r) &&
+                  r.status == 200;
+    response_dispose(&r);
+    close(fd);
+}
+
+START_TEST(an_upstream_silent_past_the_response_timeout_answers_504)
+{
+    int port = origin_start();
+    proxy_response_timeout = TIDE_MS(300);
+    proxy_start(&port, 1, 1);
+    struct silent_job j = {.port = proxy_port()};
+    run_client(ask_a_silent_origin, &j, 10000);
+    ck_assert_int_eq(j.status, 504);
+    ck_assert_int_ge(j.ms, 250);
+    ck_assert_int_lt(j.ms, 3000);
+    ck_assert(j.after_ok);
+    ck_assert_uint_eq(pstats().errors_504, 1);
+    ck_assert_uint_eq(pstats().discarded, 1); /* the answer may still come */
+}
+END_TEST
+
 /* ---- 10,000 requests ---- */
 
 START_TEST(ten_thousand_requests_through_two_pools_of_four)
@@ -654,6 +744,9 @@ static Suite *proxy_suite(void)
                    a_client_gone_mid_response_discards_the_upstream_connection);
     tcase_add_test(
         tc, a_client_gone_before_a_small_rest_keeps_the_connection_whole);
+    tcase_add_test(tc, a_slow_client_pauses_the_upstream_and_gets_every_byte);
+    tcase_add_test(tc,
+                   an_upstream_silent_past_the_response_timeout_answers_504);
     tcase_add_test(tc, ten_thousand_requests_through_two_pools_of_four);
     tcase_add_test(tc, the_stats_page_lists_every_upstream);
     suite_add_tcase(s, tc);
