@@ -115,9 +115,12 @@ struct waiter_list TIDE__LIST_OF(struct tide_acquire);
 
 /* Records of acquires answered, kept for the next ones (linked by next):
  * a busy pool then queues and answers its callers with no malloc or free.
- * A few: enough for the callers in flight at once on a steady loop; a
- * burst beyond them is given back to the heap as it drains. */
+ * A few are kept for good, enough for the callers in flight at once on a
+ * steady loop; a burst's, up to queue_max (or SPARE_BURST), only until the
+ * next eviction round, which gives them back to the heap: bursts a round
+ * apart reuse them, and an idle pool holds no more than the few. */
 #define SPARE_WAITERS 64
+#define SPARE_BURST   65536
 /* ... except under AddressSanitizer, which then still catches a handle
  * used after its callback returned for the use after free it is. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -289,7 +292,7 @@ struct tide_evpool {
     struct waiter_list queued;
     struct waiter_list ready;
     struct tide_acquire *spare;
-    int spares;
+    int64_t spares;
     int deadline_hint; /* the deadline queue the last acquire went to */
     struct deadline_queue deadlines[DEADLINE_QUEUES];
 
@@ -458,6 +461,9 @@ void tide__deadline_stop(struct tide_acquire *w);
  * timer change at all. */
 void tide__deadlines_sync(struct tide_evpool *p);
 void tide__deadlines_stop_all(struct tide_evpool *p);
+
+/* Gives the spare records beyond the few kept for good back to the heap. */
+void tide__waiters_trim(struct tide_evpool *p);
 
 /* makes.c */
 void tide__make_start(struct tide_evpool *p, bool for_waiter);

@@ -91,6 +91,7 @@ static void scan_leaks(struct tide_evpool *p)
 
 static void evict_work(struct tide_evpool *p)
 {
+    tide__waiters_trim(p);
     if (p->evicting)
         destroy_evicted(p);
     tide__topup(p);
@@ -228,6 +229,8 @@ void tide__upkeep_sync(struct tide_evpool *p)
     want(p, &p->health, live > 0 && !p->closing);
     want(p, &p->leak, live > 0);
     want(p, &p->lag, live > 0 || p->queued.count > 0);
+    if (!p->evict.armed)
+        tide__waiters_trim(p); /* no round is coming to do it */
     reading_sync(p);
 }
 
@@ -239,5 +242,6 @@ void tide__upkeep_stop(struct tide_evpool *p)
     stop(&p->health);
     stop(&p->leak);
     stop(&p->lag);
+    tide__waiters_trim(p);
     reading_sync(p);
 }

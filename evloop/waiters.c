@@ -25,7 +25,11 @@ static void waiter_free(struct tide_acquire *w)
     tide__deadline_stop(w);
     free(w->message);
     struct tide_evpool *p = w->pool;
-    if (p->spares < SPARES_KEPT) {
+    int64_t burst = p->queue_max == TIDE_UNLIMITED || p->queue_max > SPARE_BURST
+                        ? SPARE_BURST
+                        : p->queue_max;
+    if (p->spares < SPARES_KEPT ||
+        (SPARES_KEPT > 0 && p->evict.armed && p->spares < burst)) {
         w->next = p->spare;
         p->spare = w;
         p->spares++;
@@ -209,6 +213,16 @@ void tide__waiters_fail_all(struct tide_evpool *p, int status)
     }
     while (p->queued.head)
         tide__waiter_answer(p, p->queued.head, status, NULL, guard, 0, NULL);
+}
+
+void tide__waiters_trim(struct tide_evpool *p)
+{
+    while (p->spares > SPARES_KEPT) {
+        struct tide_acquire *w = p->spare;
+        p->spare = w->next;
+        p->spares--;
+        free(w);
+    }
 }
 
 void tide__waiters_free_all(struct tide_evpool *p)

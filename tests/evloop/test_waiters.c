@@ -1,5 +1,7 @@
 /* tests for evloop/waiters.c: acquire, cancel, acquire timeouts, the queue
  * bound and the order answers are delivered in. */
+#include <malloc.h>
+
 #include "fixture.h"
 
 static void pool_of(int64_t size)
@@ -404,6 +406,65 @@ START_TEST(a_chain_of_callers_does_not_starve_the_loop)
 }
 END_TEST
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HEAP_MEASURED 0 /* its allocator keeps no mallinfo; no spares kept */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HEAP_MEASURED 0
+#endif
+#endif
+#ifndef HEAP_MEASURED
+#define HEAP_MEASURED 1
+#endif
+
+#define BURST 2000
+
+static size_t heap_in_use(void)
+{
+    return mallinfo2().uordblks;
+}
+
+static int burst_answers;
+
+static void burst_cb(struct tide_evpool *pool, int status, void *resource,
+                     const struct tide_why *why, void *arg)
+{
+    (void)why;
+    (void)arg;
+    ck_assert_int_eq(status, 0);
+    burst_answers++;
+    ck_assert_int_eq(tide_evpool_release(pool, resource), 0);
+}
+
+static bool burst_served(void)
+{
+    return burst_answers == BURST;
+}
+
+/* A burst's waiter records are kept for the next burst only until the next
+ * eviction round, which gives them back to the heap. */
+START_TEST(a_bursts_records_go_back_to_the_heap_within_a_round)
+{
+    if (!HEAP_MEASURED)
+        return;
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .evict_interval = TIDE_MS(50),
+                                    .queue_max = TIDE_UNLIMITED};
+    fixture_pool(&o);
+    burst_answers = 0;
+    release(acquired());
+    size_t before = heap_in_use();
+    for (int k = 0; k < BURST; k++)
+        ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, burst_cb, NULL, NULL),
+                         0);
+    ck_assert(run_until(burst_served, 5000));
+    size_t kept = heap_in_use();
+    ck_assert_uint_gt(kept, before + BURST * 64); /* kept for the next one */
+    run_ms(120);                                  /* a round or two */
+    ck_assert_uint_lt(heap_in_use(), before + 64 * 256);
+}
+END_TEST
+
 START_TEST(release_from_inside_the_callback_serves_the_next)
 {
     pool_of(1);
@@ -533,6 +594,7 @@ static Suite *waiters_suite(void)
     tcase_add_test(tc, cancel_from_inside_its_own_callback_is_a_no_op);
     tcase_add_test(tc, acquire_from_a_callback_is_answered_after_it_returns);
     tcase_add_test(tc, a_chain_of_callers_does_not_starve_the_loop);
+    tcase_add_test(tc, a_bursts_records_go_back_to_the_heap_within_a_round);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cancel");
