@@ -82,46 +82,63 @@ static inline uint32_t tide__itemmap_home(const struct tide__itemmap *m,
     return (uint32_t)(tide__itemmap_hash(key) >> m->shift);
 }
 
-/* The tag of a key in its cell: the hash bits just below those that chose
- * its home, in the cell's bits above the slot number (none when untagged).
- * They are the product's better bits: its low ones depend on the pointer's
- * low bits alone, which alignment keeps zero. */
-static inline uint32_t tide__itemmap_tag_of(uint32_t tags, unsigned shift,
+/* The tag of a key in its cell: the hash's low word in the cell's bits
+ * above the slot number (none when untagged). Its top bits, those a tag
+ * keeps, depend on all of the pointer's low 32 bits, so two keys sharing
+ * a home differ there unless their pointers differ only above bit 31
+ * (then the record's key tells them apart). No shift: a probe already
+ * spends one on the home. */
+static inline uint32_t tide__itemmap_tag_of(const struct tide__itemmap *m,
                                             uint64_t hash)
 {
-    return (uint32_t)(hash >> (shift - 32)) & tags;
+    return (uint32_t)hash & m->tags;
 }
 
 static inline uint32_t tide__itemmap_tag(const struct tide__itemmap *m,
                                          const void *key)
 {
-    return tide__itemmap_tag_of(m->tags, m->shift, tide__itemmap_hash(key));
+    return tide__itemmap_tag_of(m, tide__itemmap_hash(key));
 }
 
 /* tide__itemmap_seek over the records bound, passed again by a caller that
- * knows their stride at compile time: the multiply becomes a shift. The map
+ * knows their stride at compile time: the multiply becomes a shift. Also
+ * writes the slot of key to *slot, TIDE__ITEMMAP_NONE when absent. The map
  * is read once into locals: the loop would otherwise load its fields again
  * after each record read, for all the compiler knows they may alias. */
-static inline uint32_t tide__itemmap_seek_in(const struct tide__itemmap *m,
-                                             const void *key,
-                                             const void *records, size_t stride)
+static inline uint32_t tide__itemmap_seek_slot_in(const struct tide__itemmap *m,
+                                                  const void *key,
+                                                  const void *records,
+                                                  size_t stride, uint32_t *slot)
 {
     const uint32_t *cells = m->cells;
     uint32_t mask = m->mask;
     uint64_t hash = tide__itemmap_hash(key);
     uint32_t at = (uint32_t)(hash >> m->shift);
-    uint32_t tag = tide__itemmap_tag_of(m->tags, m->shift, hash);
+    uint32_t tag = tide__itemmap_tag_of(m, hash);
     for (;;) {
         uint32_t cell = cells[at];
-        if (cell == TIDE__ITEMMAP_NONE)
+        if (cell == TIDE__ITEMMAP_NONE) {
+            *slot = cell;
             return at;
+        }
         /* The tag matches when nothing above the slot number differs;
          * then what is left is the slot number. */
-        uint32_t slot = cell ^ tag;
-        if (slot <= mask && tide__itemmap_key_in(records, stride, slot) == key)
+        uint32_t found = cell ^ tag;
+        if (found <= mask &&
+            tide__itemmap_key_in(records, stride, found) == key) {
+            *slot = found;
             return at;
+        }
         at = (at + 1) & mask;
     }
+}
+
+static inline uint32_t tide__itemmap_seek_in(const struct tide__itemmap *m,
+                                             const void *key,
+                                             const void *records, size_t stride)
+{
+    uint32_t slot;
+    return tide__itemmap_seek_slot_in(m, key, records, stride, &slot);
 }
 
 /* The cell holding key, or else the empty cell where it would go. The map
