@@ -1,24 +1,37 @@
 /* Pool: the bookkeeping of holding a limited number of things.
  *
  * Every resource, and every reservation being made, has a slot:
- *   idle      item set, on the idle list (LIFO: head is the last returned)
- *   lent      item set, prev == LENT, next == NIL
- *   held      item set, prev == LENT, next == HELD (aside for a check)
+ *   idle      item set, in the idle stack, link == its place there
+ *   lent      item set, link == LENT
+ *   held      item set, link == HELD (aside for a check)
  *   reserved  item NULL, on the reservation queue (FIFO, linked through
- *             next; prev unused), dies holds its spread life until made()
- *             turns it into a deadline
- *   free      item NULL, prev == FREE, on the free list through next
+ *             link), dies holds its spread life until made() turns it into
+ *             a deadline
+ *   free      item NULL, on the free list through link
  * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
- * with the map, 40 to 48 bytes a slot. */
+ * with the map, 40 to 48 bytes a slot.
+ *
+ * The idle ones are a stack of slot numbers, oldest at the bottom, newest
+ * (the next lent) at the top, rather than a list linked through the slots:
+ * with the whole pool out and back in an order of its own, a linked pop
+ * must read the slot it lends to find the next one, a cache miss waited
+ * for before the next take can start, where a stack holds the next numbers
+ * side by side and the slots they name can be fetched at once. One taken
+ * from below the top (a drop, a hold, an eviction) leaves a hole, which a
+ * pop or a removal at either end steps over, and a compaction closes when
+ * a push finds the top at the last place; the stack starts again from the
+ * first place whenever it empties. It has as many places as there are
+ * slots and lives in them: place k is slot k's `stack` (nothing to do
+ * with slot k itself), in the four bytes the two 8-byte times would
+ * otherwise leave as padding, so it costs no memory. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core_internal.h"
 #include "itemmap.h"
 
-#define NIL  UINT32_MAX
+#define NIL  UINT32_MAX /* no slot; in the stack, a hole */
 #define LENT (UINT32_MAX - 1)
-#define FREE (UINT32_MAX - 2)
 #define HELD (UINT32_MAX - 3)
 
 /* A finite size up to this is allocated whole at creation, so take and give
@@ -29,13 +42,15 @@
 
 struct slot {
     void *item;
-    int64_t dies;  /* when life retires it (TIDE_FOREVER: never) */
-    int64_t since; /* idle: when it came back; lent: when it was lent;
-                      reserved: when the MAKE was answered */
-    uint32_t prev;
-    uint32_t next;
+    int64_t dies;   /* when life retires it (TIDE_FOREVER: never) */
+    int64_t since;  /* idle: when it came back; lent: when it was lent;
+                       reserved: when the MAKE was answered */
+    uint32_t link;  /* idle: its place in the stack; LENT; HELD; reserved:
+                       the next reservation; free: the next free slot */
+    uint32_t stack; /* the idle stack's entry at place (this slot's number) */
 };
 
+/* The reservations: joined at the tail, left from the head. */
 struct list {
     uint32_t head;
     uint32_t tail;
@@ -46,7 +61,12 @@ struct tide_pool {
     struct slot *slots;
     uint32_t capacity;
     uint32_t free_head;
-    struct list idle;     /* head: most recently returned */
+    /* The idle stack, `capacity` places: idle_count entries, the rest
+     * holes, from idle_bottom (the oldest) up to idle_top (one past the
+     * newest). Neither end is a hole while one is idle, so the newest and
+     * the oldest are read directly; both are 0 while none is. */
+    uint32_t idle_bottom;
+    uint32_t idle_top;
     struct list reserved; /* head: oldest reservation */
     int64_t idle_count;
     int64_t busy_count; /* lent, held and reserved */
@@ -67,67 +87,119 @@ struct tide_pool {
     int64_t backoff_previous; /* the last delay drawn */
 };
 
-/* ---- lists of slots ---- */
+/* ---- the idle stack ---- */
 
-static void list_push_head(struct tide_pool *p, struct list *l, uint32_t i)
+static uint32_t *stack_at(struct tide_pool *p, uint32_t place)
 {
-    struct slot *s = &p->slots[i];
-    s->prev = NIL;
-    s->next = l->head;
-    if (l->head != NIL)
-        p->slots[l->head].prev = i;
-    else
-        l->tail = i;
-    l->head = i;
+    return &p->slots[place].stack;
 }
 
-static void list_push_tail(struct tide_pool *p, struct list *l, uint32_t i)
+/* The newest idle one, the next to lend; one must be idle. */
+static uint32_t idle_newest(struct tide_pool *p)
 {
-    struct slot *s = &p->slots[i];
-    s->next = NIL;
-    s->prev = l->tail;
-    if (l->tail != NIL)
-        p->slots[l->tail].next = i;
-    else
-        l->head = i;
-    l->tail = i;
+    return *stack_at(p, p->idle_top - 1);
 }
 
-/* Unlinks the head of a list that is not empty, and returns it. */
-static uint32_t list_pop_head(struct tide_pool *p, struct list *l)
+/* Steps the ends over holes, so that neither is one; empty, the stack
+ * starts again from the first place. Out of line: a pop calls it only when
+ * the next one down is a hole or none is left. */
+TIDE__NOINLINE static void idle_trim(struct tide_pool *p)
 {
-    uint32_t i = l->head;
-    uint32_t next = p->slots[i].next;
-    l->head = next;
-    if (next != NIL)
-        p->slots[next].prev = NIL;
-    else
-        l->tail = NIL;
+    if (p->idle_count == 0) {
+        p->idle_bottom = p->idle_top = 0;
+        return;
+    }
+    while (*stack_at(p, p->idle_top - 1) == NIL)
+        p->idle_top--;
+    while (*stack_at(p, p->idle_bottom) == NIL)
+        p->idle_bottom++;
+}
+
+/* Closes the holes: the entries slide down to the first place, in order.
+ * Each hole it closes was left by a removal, and each place it frees below
+ * the bottom by one too, so those pay for it. */
+TIDE__NOINLINE static void idle_compact(struct tide_pool *p)
+{
+    uint32_t to = 0;
+    for (uint32_t from = p->idle_bottom; from < p->idle_top; from++) {
+        uint32_t i = *stack_at(p, from);
+        if (i != NIL) {
+            *stack_at(p, to) = i;
+            p->slots[i].link = to;
+            to++;
+        }
+    }
+    p->idle_bottom = 0;
+    p->idle_top = to;
+}
+
+/* Whether the stack has no place left above its top: then, a slot coming
+ * back not being idle, there are holes to close first. */
+static bool idle_full(const struct tide_pool *p)
+{
+    return p->idle_top == p->capacity;
+}
+
+/* Puts slot i on the top, the newest idle one; the stack is not full. */
+static TIDE__INLINE void idle_push(struct tide_pool *p, uint32_t i)
+{
+    uint32_t place = p->idle_top++;
+    *stack_at(p, place) = i;
+    p->slots[i].link = place;
+    p->idle_count++;
+}
+
+/* Takes the newest idle one off the top; one must be idle. */
+static TIDE__INLINE uint32_t idle_pop(struct tide_pool *p)
+{
+    uint32_t place = --p->idle_top;
+    uint32_t i = *stack_at(p, place);
+    if (--p->idle_count == 0 || *stack_at(p, place - 1) == NIL)
+        idle_trim(p);
     return i;
 }
 
-static void list_unlink(struct tide_pool *p, struct list *l, uint32_t i)
+/* A take fetches the slot of the idle one PREFETCH_AHEAD places under the
+ * new top, in a stack of PREFETCH_FROM places or more: when many are taken
+ * in a row (a burst, or the whole pool out at once), that slot is then in
+ * cache by the time it is lent, where each take would otherwise wait for
+ * its own miss, one after the other (a take must read its slot: the item
+ * it answers, the life and rest it checks). Below that size the slots stay
+ * in cache anyway and the fetch would only cost. */
+#define PREFETCH_AHEAD 8
+#define PREFETCH_FROM  16384
+
+static TIDE__INLINE void idle_prefetch(struct tide_pool *p)
 {
-    struct slot *s = &p->slots[i];
-    if (s->prev != NIL)
-        p->slots[s->prev].next = s->next;
-    else
-        l->head = s->next;
-    if (s->next != NIL)
-        p->slots[s->next].prev = s->prev;
-    else
-        l->tail = s->prev;
+#if defined(__GNUC__)
+    if (p->capacity >= PREFETCH_FROM && p->idle_count > PREFETCH_AHEAD) {
+        /* idle_count > AHEAD: that place is above the bottom */
+        uint32_t i = *stack_at(p, p->idle_top - (PREFETCH_AHEAD + 1));
+        if (i != NIL)
+            __builtin_prefetch(&p->slots[i], 1);
+    }
+#else
+    (void)p;
+#endif
 }
 
-/* The reservations queue through `next` alone: they join at the tail and
+/* Takes idle slot i out of the stack, from wherever it is. */
+static void idle_unlink(struct tide_pool *p, uint32_t i)
+{
+    *stack_at(p, p->slots[i].link) = NIL;
+    p->idle_count--;
+    idle_trim(p);
+}
+
+/* The reservations queue through `link` alone: they join at the tail and
  * leave from the head, never from the middle. */
 static void queue_push(struct tide_pool *p, struct list *q, uint32_t i)
 {
-    p->slots[i].next = NIL;
+    p->slots[i].link = NIL;
     if (q->head == NIL)
         q->head = i;
     else
-        p->slots[q->tail].next = i;
+        p->slots[q->tail].link = i;
     q->tail = i;
 }
 
@@ -136,7 +208,7 @@ static void queue_push(struct tide_pool *p, struct list *q, uint32_t i)
 static uint32_t queue_pop(struct tide_pool *p, struct list *q)
 {
     uint32_t i = q->head;
-    q->head = p->slots[i].next;
+    q->head = p->slots[i].link;
     return i;
 }
 
@@ -147,8 +219,7 @@ static void chain_free(struct tide_pool *p, uint32_t from, uint32_t to)
     for (uint32_t i = to; i > from; i--) {
         struct slot *s = &p->slots[i - 1];
         s->item = NULL;
-        s->prev = FREE;
-        s->next = p->free_head;
+        s->link = p->free_head;
         p->free_head = i - 1;
     }
 }
@@ -165,7 +236,7 @@ TIDE__NOINLINE static int grow(struct tide_pool *p, uint32_t capacity)
     if (tide__itemmap_reserve(&p->map, capacity) != 0)
         return TIDE_ENOMEM; /* slots stay valid; the map keeps its size */
     chain_free(p, p->capacity, capacity);
-    p->capacity = capacity;
+    p->capacity = capacity; /* the stack's places stay where they are */
     return 0;
 }
 
@@ -185,7 +256,7 @@ static bool ensure_free_slot(struct tide_pool *p)
 static uint32_t slot_take_free(struct tide_pool *p)
 {
     uint32_t i = p->free_head;
-    p->free_head = p->slots[i].next;
+    p->free_head = p->slots[i].link;
     return i;
 }
 
@@ -194,8 +265,7 @@ static void slot_free(struct tide_pool *p, uint32_t i)
 {
     struct slot *s = &p->slots[i];
     s->item = NULL;
-    s->prev = FREE;
-    s->next = p->free_head;
+    s->link = p->free_head;
     p->free_head = i;
 }
 
@@ -207,10 +277,13 @@ static void slot_release(struct tide_pool *p, uint32_t i)
     slot_free(p, i);
 }
 
-/* The map cell of item, or the empty one where it would go. */
-static uint32_t seek(const struct tide_pool *p, const void *item)
+/* The map cell of item, or the empty one where it would go; its slot in
+ * *slot, TIDE__ITEMMAP_NONE when it has none. */
+static uint32_t seek(const struct tide_pool *p, const void *item,
+                     uint32_t *slot)
 {
-    return tide__itemmap_seek_in(&p->map, item, p->slots, sizeof *p->slots);
+    return tide__itemmap_seek_slot_in(&p->map, item, p->slots, sizeof *p->slots,
+                                      slot);
 }
 
 /* ---- creation ---- */
@@ -283,7 +356,6 @@ int tide_pool_new(const struct tide_limits *limits,
         return TIDE_ENOMEM;
     p->limits = tide_limits_resolve(l);
     p->free_head = NIL;
-    p->idle = (struct list){NIL, NIL};
     p->reserved = (struct list){NIL, NIL};
     absent_guards(p);
     tide__itemmap_init_tagged(&p->map);
@@ -331,6 +403,12 @@ static bool expired(const struct tide_pool *p, const struct slot *s,
            tide__elapsed(s->since, now) >= p->limits.keep;
 }
 
+/* Lent or held: not among the idle. For a slot the map found. */
+static bool out(const struct slot *s)
+{
+    return s->link == LENT || s->link == HELD;
+}
+
 _Static_assert(sizeof(struct tide_taken) == 16,
                "the answer must stay small enough to return in registers");
 
@@ -356,10 +434,9 @@ static int64_t spread_life(const struct tide_pool *p, double roll)
 /* Lends the head of the idle list, known fresh. */
 static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
 {
-    struct slot *s = &p->slots[list_pop_head(p, &p->idle)];
-    p->idle_count--;
-    s->prev = LENT;
-    s->next = NIL;
+    struct slot *s = &p->slots[idle_pop(p)];
+    idle_prefetch(p);
+    s->link = LENT;
     s->since = now;
     p->busy_count++;
     return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
@@ -367,12 +444,11 @@ static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
 
 static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 {
-    uint32_t i = p->idle.head;
+    uint32_t i = idle_newest(p);
     struct slot *s = &p->slots[i];
     if (expired(p, s, now)) {
         void *item = s->item;
-        list_unlink(p, &p->idle, i);
-        p->idle_count--;
+        (void)idle_pop(p);
         slot_release(p, i);
         return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
     }
@@ -454,10 +530,10 @@ TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
-    if (p->idle.head != NIL) {
+    if (p->idle_count > 0) {
         /* A stale one is handed back even while shedding: closing it is
          * the cleanup a loaded host wants, and it lends nothing. */
-        if (p->has_shedder && !expired(p, &p->slots[p->idle.head], now) &&
+        if (p->has_shedder && !expired(p, &p->slots[idle_newest(p)], now) &&
             !tide__shedder_admit(&p->shedder, in_flight(p)))
             return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
         return lend_idle(p, now);
@@ -476,10 +552,9 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE)
         return take_slow(p, now, roll);
-    uint32_t i = p->idle.head;
-    if (i == NIL)
+    if (p->idle_count == 0)
         return take_new(p, now, roll);
-    if (expired(p, &p->slots[i], now) ||
+    if (expired(p, &p->slots[idle_newest(p)], now) ||
         !tide__shedder_admit(&p->shedder, in_flight(p)))
         return take_slow(p, now, roll);
     return lend(p, now);
@@ -504,38 +579,44 @@ int tide_pool_hold(struct tide_pool *p, void *item)
     if (i == TIDE__ITEMMAP_NONE)
         return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
-    if (s->prev == LENT)
+    if (out(s))
         return TIDE_ENOTIDLE;
-    list_unlink(p, &p->idle, i);
-    p->idle_count--;
-    s->prev = LENT;
-    s->next = HELD;
+    idle_unlink(p, i);
+    s->link = HELD;
     p->busy_count++;
     p->held_count++;
     return 0;
 }
 
 /* Puts a held resource back among the idle at its place by rest time, so
- * the idle list stays ordered for keep. Walks past the ones returned while
- * it was held: few, since a check is short. */
+ * the stack stays ordered for keep. Walks down from the top past the ones
+ * that rested less (those returned while it was held: few, since a check
+ * is short), then moves them up one place, into the lowest hole walked
+ * past if there is one, else onto a new top. */
 TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
 {
     struct slot *s = &p->slots[i];
-    uint32_t before = p->idle.head;
-    while (before != NIL && p->slots[before].since > s->since)
-        before = p->slots[before].next;
-    if (before == p->idle.head) {
-        list_push_head(p, &p->idle, i);
-    } else if (before == NIL) {
-        list_push_tail(p, &p->idle, i);
-    } else {
-        uint32_t after = p->slots[before].prev;
-        s->prev = after;
-        s->next = before;
-        p->slots[after].next = i;
-        p->slots[before].prev = i;
+    if (idle_full(p))
+        idle_compact(p);
+    uint32_t at = p->idle_top; /* where i goes: the walk moves it down */
+    uint32_t hole = NIL;
+    for (; at > p->idle_bottom; at--) {
+        uint32_t e = *stack_at(p, at - 1);
+        if (e != NIL && p->slots[e].since <= s->since)
+            break;
+        if (e == NIL)
+            hole = at - 1;
     }
-    p->idle_count++;
+    uint32_t to = hole == NIL ? p->idle_top++ : hole;
+    for (; to > at; to--) { /* no hole below `to` down to `at` */
+        uint32_t e = *stack_at(p, to - 1);
+        *stack_at(p, to) = e;
+        p->slots[e].link = to;
+    }
+    *stack_at(p, at) = i;
+    s->link = at;
+    if (p->idle_count++ == 0)
+        p->idle_bottom = at; /* 0: the stack was empty */
 }
 
 /* Turns the oldest reservation into a lent resource born now; `at` is the
@@ -547,8 +628,7 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     struct slot *s = &p->slots[i];
     s->item = item;
     s->dies = tide__later(now, s->dies);
-    s->prev = LENT;
-    s->next = NIL;
+    s->link = LENT;
     s->since = now;
     tide__itemmap_put(&p->map, at, item, i);
     return i;
@@ -585,15 +665,17 @@ static void make_failed(struct tide_pool *p, int64_t now, double roll)
 
 /* The checks of made and made_untried; then the oldest reservation takes
  * item. 0 or the error, nothing changed. */
-static int fill_checked(struct tide_pool *p, void *item, int64_t now)
+static TIDE__INLINE int fill_checked(struct tide_pool *p, void *item,
+                                     int64_t now)
 {
     if (!p || !item)
         return TIDE_EINVAL;
     if (p->reserved.head == NIL)
         return TIDE_ENORESERVE;
     /* A reservation means the map has cells: the slot came from a grow. */
-    uint32_t at = seek(p, item);
-    if (tide__itemmap_slot_at(&p->map, at) != TIDE__ITEMMAP_NONE)
+    uint32_t slot;
+    uint32_t at = seek(p, item, &slot);
+    if (slot != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
     (void)fill_reservation(p, item, now, at);
     return 0;
@@ -668,8 +750,8 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 {
     if (!p->map.cells)
         return NIL;
-    *at = seek(p, item);
-    uint32_t i = tide__itemmap_slot_at(&p->map, *at);
+    uint32_t i;
+    *at = seek(p, item, &i);
     return i != TIDE__ITEMMAP_NONE ? i : adopt(p, item, now, *at);
 }
 
@@ -677,7 +759,7 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
 {
     p->busy_count--;
-    if (s->next == HELD)
+    if (s->link == HELD)
         p->held_count--;
     else if (p->has_shedder)
         tide__shedder_settle(&p->shedder, s->since, now);
@@ -697,6 +779,23 @@ static bool keeps(const struct tide_pool *p)
     return !p->closed && p->idle_count < p->limits.idle;
 }
 
+/* Keeps slot i idle, the newest: 1, give's answer. */
+static TIDE__INLINE int give_idle(struct tide_pool *p, uint32_t i, int64_t now)
+{
+    p->slots[i].since = now;
+    idle_push(p, i);
+    return 1;
+}
+
+/* give_idle once the stack's holes are closed; out of line, so the give
+ * that needs no compaction makes no call. */
+TIDE__NOINLINE static int give_compacting(struct tide_pool *p, uint32_t i,
+                                          int64_t now)
+{
+    idle_compact(p);
+    return give_idle(p, i, now);
+}
+
 /* The end of a give whose loan is settled: the resource becomes the idle
  * head (1) or leaves the books (0). No call but a tail one, so the common
  * give stays a leaf. */
@@ -707,10 +806,9 @@ static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
         slot_free(p, i); /* first: then nothing is live across the erase */
         return tide__itemmap_clear(&p->map, at) ? 0 : give_shifting(p, at);
     }
-    p->slots[i].since = now;
-    list_push_head(p, &p->idle, i);
-    p->idle_count++;
-    return 1;
+    if (idle_full(p))
+        return give_compacting(p, i, now);
+    return give_idle(p, i, now);
 }
 
 /* give, once the slot and its map cell are known: every case. */
@@ -718,9 +816,9 @@ TIDE__NOINLINE static int give_slot(struct tide_pool *p, uint32_t i,
                                     uint32_t at, int64_t now)
 {
     struct slot *s = &p->slots[i];
-    if (s->prev != LENT)
+    if (!out(s))
         return TIDE_EDOUBLE;
-    bool held = s->next == HELD;
+    bool held = s->link == HELD;
     end_loan(p, s, now);
     if (held && keeps(p)) {
         unhold(p, i); /* back at its place by rest time */
@@ -746,12 +844,12 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return TIDE_EINVAL;
     if (!p->map.cells)
         return TIDE_EUNKNOWN; /* never had a slot: nothing lent or reserved */
-    uint32_t at = seek(p, item);
-    uint32_t i = tide__itemmap_slot_at(&p->map, at);
+    uint32_t i;
+    uint32_t at = seek(p, item, &i);
     if (i == TIDE__ITEMMAP_NONE)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
-    if (s->prev != LENT || s->next == HELD || now <= p->shedder.steady_after)
+    if (s->link != LENT || now <= p->shedder.steady_after)
         return give_slot(p, i, at, now);
     p->busy_count--; /* end_loan, with no ticket to settle */
     return idle_or_leave(p, i, at, now);
@@ -766,11 +864,10 @@ int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
     if (i == NIL)
         return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
-    if (s->prev == LENT) {
+    if (out(s)) {
         end_loan(p, s, now);
     } else {
-        list_unlink(p, &p->idle, i);
-        p->idle_count--;
+        idle_unlink(p, i);
     }
     tide__itemmap_erase(&p->map, at);
     slot_free(p, i);
@@ -782,18 +879,19 @@ size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
     if (!p || !out)
         return 0;
     size_t k = 0;
-    uint32_t i = p->idle.tail; /* oldest first: keep retires from the tail */
-    while (i != NIL && k < n) {
-        struct slot *s = &p->slots[i];
-        uint32_t newer = s->prev;
-        if (expired(p, s, now)) {
-            out[k++] = s->item;
-            list_unlink(p, &p->idle, i);
+    /* oldest first: keep retires those */
+    for (uint32_t place = p->idle_bottom; place < p->idle_top && k < n;
+         place++) {
+        uint32_t i = *stack_at(p, place);
+        if (i != NIL && expired(p, &p->slots[i], now)) {
+            out[k++] = p->slots[i].item;
+            *stack_at(p, place) = NIL; /* the ends are trimmed after */
             p->idle_count--;
             slot_release(p, i);
         }
-        i = newer;
     }
+    if (k > 0)
+        idle_trim(p);
     return k;
 }
 
@@ -805,11 +903,9 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
     if (!out)
         return 0;
     size_t k = 0;
-    while (p->idle.head != NIL && k < n) {
-        uint32_t i = p->idle.head;
+    while (p->idle_count > 0 && k < n) {
+        uint32_t i = idle_pop(p);
         out[k++] = p->slots[i].item;
-        list_unlink(p, &p->idle, i);
-        p->idle_count--;
         slot_release(p, i);
     }
     return k;
