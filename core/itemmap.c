@@ -1,6 +1,5 @@
-/* Item map: pointer -> slot number, linear probing, backward-shift delete,
- * a hash tag beside the slot number when tagged. The probes are inline in
- * itemmap.h. */
+/* Item map: pointer -> slot number, linear probing, backward-shift delete.
+ * The probes are inline in itemmap.h. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,12 +8,6 @@
 void tide__itemmap_init(struct tide__itemmap *m)
 {
     memset(m, 0, sizeof *m);
-}
-
-void tide__itemmap_init_tagged(struct tide__itemmap *m)
-{
-    tide__itemmap_init(m);
-    m->tagged = true;
 }
 
 void tide__itemmap_dispose(struct tide__itemmap *m)
@@ -36,7 +29,7 @@ static void place(struct tide__itemmap *m, const void *key, uint32_t slot)
     uint32_t at = tide__itemmap_home(m, key);
     while (m->cells[at] != TIDE__ITEMMAP_NONE)
         at = (at + 1) & m->mask;
-    m->cells[at] = tide__itemmap_tag(m, key) | slot;
+    m->cells[at] = slot;
 }
 
 int tide__itemmap_reserve(struct tide__itemmap *m, uint32_t n)
@@ -57,19 +50,12 @@ int tide__itemmap_reserve(struct tide__itemmap *m, uint32_t n)
     memset(cells, 0xff, (size_t)want * sizeof *cells);
     uint32_t *old = m->cells;
     uint64_t old_count = old ? (uint64_t)m->mask + 1 : 0;
-    uint32_t old_mask = m->mask;
     m->cells = cells;
     m->mask = (uint32_t)(want - 1);
-    /* The slot numbers, below n <= cells / 2, fit in the mask's bits with
-     * the top one clear, so no cell is ever all ones (empty). */
-    m->tags = m->tagged ? ~m->mask : 0;
     m->shift = 64 - bits;
-    for (uint64_t i = 0; i < old_count; i++) {
-        if (old[i] == TIDE__ITEMMAP_NONE)
-            continue;
-        uint32_t slot = old[i] & old_mask;
-        place(m, tide__itemmap_key(m, slot), slot);
-    }
+    for (uint64_t i = 0; i < old_count; i++)
+        if (old[i] != TIDE__ITEMMAP_NONE)
+            place(m, tide__itemmap_key(m, old[i]), old[i]);
     free(old);
     return 0;
 }
@@ -89,8 +75,8 @@ void tide__itemmap_shift(struct tide__itemmap *m, uint32_t hole)
     const struct tide__itemmap map = *m;
     for (uint32_t next = (hole + 1) & map.mask;
          map.cells[next] != TIDE__ITEMMAP_NONE; next = (next + 1) & map.mask) {
-        uint32_t slot = map.cells[next] & map.mask;
-        uint32_t h = tide__itemmap_home(&map, tide__itemmap_key(&map, slot));
+        uint32_t h =
+            tide__itemmap_home(&map, tide__itemmap_key(&map, map.cells[next]));
         if (((next - h) & map.mask) >= ((next - hole) & map.mask)) {
             map.cells[hole] = map.cells[next];
             hole = next;

@@ -277,13 +277,10 @@ static void slot_release(struct tide_pool *p, uint32_t i)
     slot_free(p, i);
 }
 
-/* The map cell of item, or the empty one where it would go; its slot in
- * *slot, TIDE__ITEMMAP_NONE when it has none. */
-static uint32_t seek(const struct tide_pool *p, const void *item,
-                     uint32_t *slot)
+/* The map cell of item, or the empty one where it would go. */
+static uint32_t seek(const struct tide_pool *p, const void *item)
 {
-    return tide__itemmap_seek_slot_in(&p->map, item, p->slots, sizeof *p->slots,
-                                      slot);
+    return tide__itemmap_seek_in(&p->map, item, p->slots, sizeof *p->slots);
 }
 
 /* ---- creation ---- */
@@ -358,7 +355,7 @@ int tide_pool_new(const struct tide_limits *limits,
     p->free_head = NIL;
     p->reserved = (struct list){NIL, NIL};
     absent_guards(p);
-    tide__itemmap_init_tagged(&p->map);
+    tide__itemmap_init(&p->map);
     rc = ward ? build_ward(p, ward, now) : 0;
     if (rc == 0 && p->limits.size <= PREALLOC_MAX)
         rc = grow(p, (uint32_t)p->limits.size);
@@ -630,7 +627,7 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     s->dies = tide__later(now, s->dies);
     s->link = LENT;
     s->since = now;
-    tide__itemmap_put(&p->map, at, item, i);
+    tide__itemmap_put(&p->map, at, i);
     return i;
 }
 
@@ -673,9 +670,8 @@ static TIDE__INLINE int fill_checked(struct tide_pool *p, void *item,
     if (p->reserved.head == NIL)
         return TIDE_ENORESERVE;
     /* A reservation means the map has cells: the slot came from a grow. */
-    uint32_t slot;
-    uint32_t at = seek(p, item, &slot);
-    if (slot != TIDE__ITEMMAP_NONE)
+    uint32_t at = seek(p, item);
+    if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
     (void)fill_reservation(p, item, now, at);
     return 0;
@@ -750,8 +746,8 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 {
     if (!p->map.cells)
         return NIL;
-    uint32_t i;
-    *at = seek(p, item, &i);
+    *at = seek(p, item);
+    uint32_t i = p->map.cells[*at];
     return i != TIDE__ITEMMAP_NONE ? i : adopt(p, item, now, *at);
 }
 
@@ -844,8 +840,8 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return TIDE_EINVAL;
     if (!p->map.cells)
         return TIDE_EUNKNOWN; /* never had a slot: nothing lent or reserved */
-    uint32_t i;
-    uint32_t at = seek(p, item, &i);
+    uint32_t at = seek(p, item);
+    uint32_t i = p->map.cells[at];
     if (i == TIDE__ITEMMAP_NONE)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
