@@ -14,7 +14,8 @@
 # 2, ... (RUNS, preset 3). Each cell prints the median of the runs:
 # requests/s, p50 and p99 latency, and new upstream connections per 1,000
 # requests after a warm-up of each variant (the steady state), from the origin's stub_status accepts (for the direct variant
-# these are wrk's own connections).
+# these are wrk's own connections). The tidepool/nginx ratios are given
+# both as the ratio of the medians and as the median of run-by-run ratios.
 set -eu
 
 BUILD=${1:-build}
@@ -208,4 +209,16 @@ for c in 50 1; do
         -v n128="$(median "$DIR/nginx128-c$c" 1)" 'BEGIN {
         printf "c%s: tidepool/nginx at 32: %.2fx, at 128: %.2fx\n", c,
             t32 / n32, t128 / n128 }'
+done
+# The same ratios run by run: the two cells of a pair ran seconds apart, so
+# load from elsewhere on the machine moves both; the median of the paired
+# ratios is steadier than the ratio of the medians.
+paired() { # TIDE NGINX -> median of run-by-run tide/nginx
+    paste -d' ' "$1" "$2" | awk '{ print $1 / $6 }' | sort -g |
+        awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }'
+}
+for c in 50 1; do
+    echo "c$c: paired, run by run (median): at 32: $(paired "$DIR/tide32-c$c" \
+        "$DIR/nginx32-c$c")x, at 128: $(paired "$DIR/tide128-c$c" \
+        "$DIR/nginx128-c$c")x"
 done
