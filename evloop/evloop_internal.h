@@ -311,7 +311,8 @@ struct tide_evpool {
 
     /* events */
     struct event pump;
-    bool pumping; /* the pump runs: a schedule asks it for another round */
+    bool pump_due; /* the pump event is active: a schedule has nothing to do */
+    bool pumping;  /* the pump runs: a schedule asks it for another round */
     bool pump_again;
     int delivering;            /* an acquire's callback is running */
     struct wake retry;         /* after LATER, for the waiters */

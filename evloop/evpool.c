@@ -78,6 +78,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct tide_evpool *p = arg;
+    p->pump_due = false;
     tide__evpool_enter(p);
     tide__serve(p);
     tide__evpool_leave(p);

@@ -20,7 +20,10 @@ void tide__serve_schedule(struct tide_evpool *p)
         p->pump_again = true;
         return;
     }
-    event_active(&p->pump, EV_TIMEOUT, 0);
+    if (!p->pump_due) { /* a thousand callers queued: one event_active */
+        p->pump_due = true;
+        event_active(&p->pump, EV_TIMEOUT, 0);
+    }
 }
 
 static void on_wake(evutil_socket_t fd, short what, void *arg)
