@@ -454,6 +454,79 @@ START_TEST(held_resource_dropped_when_check_fails)
 }
 END_TEST
 
+/* Holes left in the idle stack by drops, closed by the compaction a give
+ * runs when the stack's top has reached its last place, must not change
+ * the order take lends in: the most recently returned first. */
+START_TEST(idle_order_holds_when_holes_are_closed)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 8), NULL);
+    fill_idle(p, 8, 0); /* every place of the stack used */
+    ck_assert_int_eq(tide_pool_drop(p, &res[3], 1), 0);
+    ck_assert_int_eq(tide_pool_drop(p, &res[5], 1), 0);
+    for (int i = 8; i < 10; i++) {
+        ck_assert_int_eq(tide_pool_grow(p, 2, 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_made(p, &res[i], 2), 0);
+    }
+    /* the stack is full with two holes: the first give closes them */
+    ck_assert_int_eq(tide_pool_give(p, &res[8], 3), 1);
+    ck_assert_int_eq(tide_pool_give(p, &res[9], 4), 1);
+    ck_assert_int_eq(tide_pool_drop(p, &res[6], 5), 0);
+    ck_assert_int_eq(tide_pool_drop(p, &res[1], 5), 0);
+    ck_assert_int_eq(tide_pool_idle(p), 6);
+    static const int order[] = {9, 8, 7, 4, 2, 0};
+    for (int k = 0; k < 6; k++) {
+        struct tide_taken t = tide_pool_take(p, 6, 0.5);
+        ck_assert_int_eq(t.answer, TIDE_READY);
+        ck_assert_ptr_eq(t.item, &res[order[k]]);
+    }
+    ck_assert_int_eq(tide_pool_take(p, 6, 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+/* The idle stack stays ordered by rest time through a compaction, a growth
+ * of the books and a hold given back: evict, which retires the oldest
+ * first, hands every one back in the order they came back. */
+START_TEST(idle_order_holds_across_growth)
+{
+    struct tide_pool *p =
+        new_pool(TIDE_LIMITS(.size = TIDE_UNLIMITED, .keep = TIDE_MS(1)), NULL);
+    static int many[96];
+    for (int i = 0; i < 64; i++) {
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_made(p, &many[i], 0), 0);
+    }
+    for (int i = 0; i < 64; i++)
+        ck_assert_int_eq(tide_pool_give(p, &many[i], TIDE_US(i)), 1);
+    for (int i = 0; i < 20; i++) /* the oldest: holes at the bottom */
+        ck_assert_int_eq(tide_pool_drop(p, &many[i], TIDE_US(64)), 0);
+    /* the first of these gives finds the stack full and compacts it */
+    for (int i = 64; i < 84; i++) {
+        ck_assert_int_eq(tide_pool_grow(p, TIDE_US(i), 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_made(p, &many[i], TIDE_US(i)), 0);
+        ck_assert_int_eq(tide_pool_give(p, &many[i], TIDE_US(i)), 1);
+    }
+    /* 64 live in 64 slots: these two make the books grow */
+    for (int i = 84; i < 86; i++) {
+        ck_assert_int_eq(tide_pool_grow(p, TIDE_US(i), 0.5).answer, TIDE_MAKE);
+        ck_assert_int_eq(tide_pool_made(p, &many[i], TIDE_US(i)), 0);
+    }
+    for (int i = 84; i < 86; i++)
+        ck_assert_int_eq(tide_pool_give(p, &many[i], TIDE_US(i)), 1);
+    /* a check on one in the middle: back at its place, not on top */
+    ck_assert_int_eq(tide_pool_hold(p, &many[40]), 0);
+    ck_assert_int_eq(tide_pool_give(p, &many[40], TIDE_US(90)), 1);
+    ck_assert_int_eq(tide_pool_idle(p), 66);
+    void *out[96];
+    size_t n = tide_pool_evict(p, TIDE_US(90) + TIDE_MS(10), out, 96);
+    ck_assert_uint_eq(n, 66);
+    for (int k = 0; k < 66; k++)
+        ck_assert_ptr_eq(out[k], &many[20 + k]);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
 START_TEST(refusal_is_zero_without_breaker)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(0), NULL);
@@ -873,6 +946,8 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, held_resource_is_busy_and_not_lent);
     tcase_add_test(tc, held_resource_keeps_its_rest_time);
     tcase_add_test(tc, held_resource_dropped_when_check_fails);
+    tcase_add_test(tc, idle_order_holds_when_holes_are_closed);
+    tcase_add_test(tc, idle_order_holds_across_growth);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("misuse");
