@@ -43,6 +43,15 @@ static void time_out(struct tide_evpool *p, struct tide_acquire *w)
                         p->make_error ? p->last_message : NULL);
 }
 
+/* The end of a timeout's callback: the answers delivered, and the pump run
+ * again, since the places the timed out held in the make count pass on. */
+static void deliver_and_leave(struct tide_evpool *p)
+{
+    tide__waiters_deliver(p);
+    if (tide__evpool_leave(p))
+        tide__serve_schedule(p);
+}
+
 /* Times out every head that is due. libevent's coarse clock may fire the
  * timer a little before the head's deadline by ours: then it is armed again
  * for the rest, so nobody times out early. */
@@ -58,10 +67,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         time_out(p, q->head);
     if (q->head)
         arm_for_head(q, p->now);
-    tide__waiters_deliver(p);
-    /* their places in the make count pass on: re-run the pump */
-    if (tide__evpool_leave(p))
-        tide__serve_schedule(p);
+    deliver_and_leave(p);
 }
 
 static void on_own_timeout(evutil_socket_t fd, short what, void *arg)
@@ -72,9 +78,7 @@ static void on_own_timeout(evutil_socket_t fd, short what, void *arg)
     struct tide_evpool *p = w->pool;
     tide__evpool_enter(p);
     time_out(p, w);
-    tide__waiters_deliver(p);
-    if (tide__evpool_leave(p))
-        tide__serve_schedule(p);
+    deliver_and_leave(p);
 }
 
 void tide__deadlines_init(struct tide_evpool *p)

@@ -27,17 +27,9 @@
 #include <event2/event_struct.h>
 #include <tidepool/evloop.h>
 
+#include "inline.h"
 #include "itemmap.h"
 #include "list.h"
-
-/* Inlines a step of the fast path at -O2 too, where a static function
- * called from two places stays out of line (as core_internal.h does for
- * the core's). */
-#if defined(__GNUC__)
-#define TIDE__INLINE __attribute__((always_inline)) inline
-#else
-#define TIDE__INLINE inline
-#endif
 
 /* ---- resources ---- */
 
@@ -328,7 +320,6 @@ struct tide_evpool {
     int64_t now; /* the last clock reading: see tide__evpool_now_fast */
     /* The last reading is young enough for try_acquire and release (see
      * upkeep.c, "The pool's reading"): always, or while eviction runs. */
-    bool reading_serves;
     bool reading_untimed;
     bool reading_by_eviction;
 
@@ -370,11 +361,13 @@ static inline int64_t tide__evpool_now(struct tide_evpool *p)
  * than the rest of a loan (30 to 40 ns against a few), and what those two
  * stamp with the time (idle since, keep and life, the breaker's windows)
  * is looked at once an eviction round at best. So while a timer refreshes
- * the reading at least that often (upkeep.c, reading_serves) they take
+ * the reading at least that often (upkeep.c, reading_init) they take
  * it as it is, and read the clock only when it may be older. */
 static inline int64_t tide__evpool_now_fast(struct tide_evpool *p)
 {
-    return p->reading_serves ? p->now : tide__evpool_now(p);
+    bool young =
+        p->reading_untimed || (p->reading_by_eviction && p->evict.armed);
+    return young ? p->now : tide__evpool_now(p);
 }
 double tide__evpool_roll(struct tide_evpool *p);
 void tide__evpool_enter(struct tide_evpool *p);

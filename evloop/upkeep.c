@@ -152,13 +152,6 @@ static void reading_init(struct tide_evpool *p, struct tide_limits l)
                              age <= READING_AGE_MAX &&
                              (l.keep == TIDE_FOREVER || age <= l.keep / 2) &&
                              (l.life == TIDE_FOREVER || age <= l.life / 2);
-    p->reading_serves = p->reading_untimed;
-}
-
-static void reading_sync(struct tide_evpool *p)
-{
-    p->reading_serves =
-        p->reading_untimed || (p->reading_by_eviction && p->evict.armed);
 }
 
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
@@ -231,7 +224,6 @@ void tide__upkeep_sync(struct tide_evpool *p)
     want(p, &p->lag, live > 0 || p->queued.count > 0);
     if (!p->evict.armed)
         tide__waiters_trim(p); /* no round is coming to do it */
-    reading_sync(p);
 }
 
 void tide__upkeep_stop(struct tide_evpool *p)
@@ -243,5 +235,4 @@ void tide__upkeep_stop(struct tide_evpool *p)
     stop(&p->leak);
     stop(&p->lag);
     tide__waiters_trim(p);
-    reading_sync(p);
 }

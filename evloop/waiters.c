@@ -38,12 +38,12 @@ static void waiter_free(struct tide_acquire *w)
     free(w);
 }
 
-void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
-                         int status, void *resource, enum tide_guard guard,
-                         int64_t retry_after, const char *message)
+/* w, on no list, gets its answer and goes to the ready list, which the
+ * pump delivers from the loop. */
+static void ready(struct tide_evpool *p, struct tide_acquire *w, int status,
+                  void *resource, enum tide_guard guard, int64_t retry_after,
+                  const char *message)
 {
-    TIDE__LIST_UNLINK(&p->queued, w);
-    tide__deadline_stop(w);
     w->state = WAITER_READY;
     w->status = status;
     w->resource = resource;
@@ -58,7 +58,16 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
     }
     w->why.message = w->message ? w->message : tide_strerror(status);
     TIDE__LIST_APPEND(&p->ready, w);
-    tide__serve_schedule(p); /* the pump delivers it, from the loop */
+    tide__serve_schedule(p);
+}
+
+void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
+                         int status, void *resource, enum tide_guard guard,
+                         int64_t retry_after, const char *message)
+{
+    TIDE__LIST_UNLINK(&p->queued, w);
+    tide__deadline_stop(w);
+    ready(p, w, status, resource, guard, retry_after, message);
 }
 
 /* Delivers the ready answers, oldest first. A callback may free the pool:
@@ -102,13 +111,7 @@ static bool answer_at_once(struct tide_evpool *p, struct tide_acquire *w)
         return false;
     w->deadline = TIDE_FOREVER;
     w->queue = -1;
-    w->state = WAITER_READY;
-    w->status = 0;
-    w->resource = resource;
-    w->why.make_error = p->make_error;
-    w->why.message = tide_strerror(0);
-    TIDE__LIST_APPEND(&p->ready, w);
-    tide__serve_schedule(p);
+    ready(p, w, 0, resource, TIDE_GUARD_NONE, 0, NULL);
     return true;
 }
 
