@@ -919,6 +919,15 @@ int64_t tide_pool_idle(const struct tide_pool *p)
     return p ? p->idle_count : 0;
 }
 
+/* Exactly the path of tide_pool_take that answers WAIT with no side
+ * effect: not closed, the breaker not INACTIVE (take_slow), nothing idle,
+ * and take_new's first test. */
+bool tide_pool_must_wait(const struct tide_pool *p)
+{
+    return p && !p->closed && p->breaker.state != TIDE_BREAKER_INACTIVE &&
+           p->idle_count == 0 && live(p) >= p->limits.size;
+}
+
 int64_t tide_pool_busy(const struct tide_pool *p)
 {
     return p ? p->busy_count : 0;

@@ -185,8 +185,8 @@ struct waits {
 #define RECENT_SLICE  TIDE_SEC(15)
 
 struct recent_waits {
-    int64_t newest;      /* slice index (clock / RECENT_SLICE) of the newest */
-    int64_t newest_ends; /* the clock value where the newest slice ends */
+    int64_t newest; /* slice index (clock / RECENT_SLICE) of the newest */
+    int64_t newest_starts; /* the clock value where the newest slice starts */
     bool started;
     struct waits slices[RECENT_SLICES];
 };
@@ -195,6 +195,11 @@ void tide__waits_add(struct waits *w, int64_t ns);
 /* The smallest bucket bound below which a share q of the waits fall. */
 int64_t tide__waits_quantile(const struct waits *w, double q);
 void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns);
+/* A wait of ns that ended at now, added to both: the whole distribution and
+ * the recent one (what every answered acquire does; the bucket is found
+ * once for the two). */
+void tide__wait_ended(struct waits *all, struct recent_waits *r, int64_t now,
+                      int64_t ns);
 /* The waits of the slices within the last RECENT_SLICES x RECENT_SLICE of
  * now, merged into *out. */
 void tide__recent_merge(struct recent_waits *r, int64_t now, struct waits *out);
@@ -285,7 +290,9 @@ struct tide_evpool {
     struct waiter_list ready;
     struct tide_acquire *spare;
     int64_t spares;
-    int deadline_hint; /* the deadline queue the last acquire went to */
+    int64_t spares_burst;  /* spares kept while eviction runs */
+    const char *lent_text; /* tide_strerror(0), the message of every loan */
+    int deadline_hint;     /* the deadline queue the last acquire went to */
     struct deadline_queue deadlines[DEADLINE_QUEUES];
 
     /* makes, and checks and resets, in progress */

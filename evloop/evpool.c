@@ -126,6 +126,10 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
     p->make_timeout = o.make_timeout;
     p->acquire_timeout = o.acquire_timeout;
     p->queue_max = o.queue_max;
+    p->spares_burst = o.queue_max == TIDE_UNLIMITED || o.queue_max > SPARE_BURST
+                          ? SPARE_BURST
+                          : o.queue_max;
+    p->lent_text = tide_strerror(0);
     p->leak_after = o.leak_after;
     p->retire_after = o.retire_after;
     p->on_leak = o.on_leak;

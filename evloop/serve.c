@@ -182,6 +182,8 @@ static void serve_waiters(struct tide_evpool *p)
         bool idle = tide_pool_idle(p->core) > 0;
         if (!idle && p->makes_for_waiters >= p->queued.count)
             return; /* every waiter without a resource has a make coming */
+        if (!idle && tide_pool_must_wait(p->core))
+            return; /* all lent: the take would say WAIT */
         /* the roll is for a make, and with an idle one there is none */
         struct tide_taken t =
             tide_pool_take(p->core, p->now, idle ? 0.0 : tide__evpool_roll(p));

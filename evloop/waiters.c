@@ -8,28 +8,37 @@
 
 #include "evloop_internal.h"
 
-/* A record for a new acquire: a spare one, else from the heap. */
+/* A record for a new acquire: a spare one, else from the heap. A record is
+ * clean between uses (its pool set, no deadline, timer or message), so a
+ * spare one needs no clearing. */
 static struct tide_acquire *waiter_new(struct tide_evpool *p)
 {
     struct tide_acquire *w = p->spare;
-    if (!w)
-        return calloc(1, sizeof *w);
-    p->spare = w->next;
-    p->spares--;
-    memset(w, 0, sizeof *w);
+    if (w) {
+        p->spare = w->next;
+        p->spares--;
+        return w;
+    }
+    w = calloc(1, sizeof *w);
+    if (w) {
+        w->pool = p;
+        w->queue = -1;
+    }
     return w;
 }
 
+/* Back to clean, then kept as a spare or freed. */
 static void waiter_free(struct tide_acquire *w)
 {
-    tide__deadline_stop(w);
-    free(w->message);
+    if (w->queue >= 0 || w->timer)
+        tide__deadline_stop(w);
+    if (w->message) {
+        free(w->message);
+        w->message = NULL;
+    }
     struct tide_evpool *p = w->pool;
-    int64_t burst = p->queue_max == TIDE_UNLIMITED || p->queue_max > SPARE_BURST
-                        ? SPARE_BURST
-                        : p->queue_max;
     if (p->spares < SPARES_KEPT ||
-        (SPARES_KEPT > 0 && p->evict.armed && p->spares < burst)) {
+        (SPARES_KEPT > 0 && p->evict.armed && p->spares < p->spares_burst)) {
         w->next = p->spare;
         p->spare = w;
         p->spares++;
@@ -56,7 +65,10 @@ static void ready(struct tide_evpool *p, struct tide_acquire *w, int status,
         if (w->message)
             memcpy(w->message, message, n);
     }
-    w->why.message = w->message ? w->message : tide_strerror(status);
+    if (w->message)
+        w->why.message = w->message;
+    else /* every loan says the same: no look-up for it */
+        w->why.message = status == 0 ? p->lent_text : tide_strerror(status);
     TIDE__LIST_APPEND(&p->ready, w);
     tide__serve_schedule(p);
 }
@@ -81,10 +93,8 @@ void tide__waiters_deliver(struct tide_evpool *p)
         struct tide_acquire *w = p->ready.head;
         TIDE__LIST_UNLINK(&p->ready, w);
         w->state = WAITER_DELIVERING;
-        if (w->status == 0) {
-            tide__waits_add(&p->waits, p->now - w->start);
-            tide__recent_add(&p->recent, p->now, p->now - w->start);
-        }
+        if (w->status == 0)
+            tide__wait_ended(&p->waits, &p->recent, p->now, p->now - w->start);
         p->delivering++;
         if (w->cb)
             w->cb(p, w->status, w->resource, &w->why, w->arg);
@@ -133,7 +143,7 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
     struct tide_acquire *w = waiter_new(p);
     if (!w)
         return TIDE_ENOMEM;
-    w->pool = p;
+    w->state = WAITER_QUEUED;
     w->cb = cb;
     w->arg = arg;
     w->start = tide__evpool_now(p);

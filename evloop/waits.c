@@ -25,15 +25,23 @@ static int64_t bucket_top(unsigned b)
     return top > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)top;
 }
 
-void tide__waits_add(struct waits *w, int64_t ns)
+static void count_in(struct waits *w, unsigned b, int64_t ns)
 {
-    unsigned b = bucket_of(ns);
-    if (b >= WAITS_BUCKETS)
-        b = WAITS_BUCKETS - 1;
     w->buckets[b]++;
     w->count++;
     if (ns > w->max)
         w->max = ns;
+}
+
+static unsigned clamped_bucket(int64_t ns)
+{
+    unsigned b = bucket_of(ns);
+    return b < WAITS_BUCKETS ? b : WAITS_BUCKETS - 1;
+}
+
+void tide__waits_add(struct waits *w, int64_t ns)
+{
+    count_in(w, clamped_bucket(ns), ns);
 }
 
 int64_t tide__waits_quantile(const struct waits *w, double q)
@@ -54,14 +62,11 @@ int64_t tide__waits_quantile(const struct waits *w, double q)
     return w->max;
 }
 
-void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
+/* The slice a wait ending at now counts in, the ring moved on to now's
+ * slice first if now is past the newest. */
+TIDE__NOINLINE static struct waits *slice_at(struct recent_waits *r,
+                                             int64_t now)
 {
-    /* most waits end in the slice the last one did: no division for them */
-    if (r->started && now >= r->newest_ends - RECENT_SLICE &&
-        now < r->newest_ends) {
-        tide__waits_add(&r->slices[r->newest % RECENT_SLICES], ns);
-        return;
-    }
     int64_t slice = now / RECENT_SLICE;
     if (!r->started) {
         r->started = true;
@@ -75,9 +80,31 @@ void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
     }
     if (slice > r->newest)
         r->newest = slice;
-    r->newest_ends = (r->newest + 1) * RECENT_SLICE;
+    r->newest_starts = r->newest * RECENT_SLICE;
     /* a clock that went back counts into the newest slice */
-    tide__waits_add(&r->slices[r->newest % RECENT_SLICES], ns);
+    return &r->slices[r->newest % RECENT_SLICES];
+}
+
+/* Most waits end in the slice the last one did: no division for them. */
+static struct waits *slice_of(struct recent_waits *r, int64_t now)
+{
+    if (r->started &&
+        (uint64_t)now - (uint64_t)r->newest_starts < (uint64_t)RECENT_SLICE)
+        return &r->slices[(uint64_t)r->newest % RECENT_SLICES];
+    return slice_at(r, now);
+}
+
+void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
+{
+    tide__waits_add(slice_of(r, now), ns);
+}
+
+void tide__wait_ended(struct waits *all, struct recent_waits *r, int64_t now,
+                      int64_t ns)
+{
+    unsigned b = clamped_bucket(ns);
+    count_in(all, b, ns);
+    count_in(slice_of(r, now), b, ns);
 }
 
 void tide__recent_merge(struct recent_waits *r, int64_t now, struct waits *out)

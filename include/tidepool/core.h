@@ -516,6 +516,11 @@ TIDE_API int tide_pool_hold(struct tide_pool *p, void *item);
 TIDE_API int64_t
 tide_pool_live(const struct tide_pool *p); /* idle+lent+making */
 TIDE_API int64_t tide_pool_idle(const struct tide_pool *p);
+/* Whether a take at this moment can only answer TIDE_WAIT: nothing idle,
+ * no room to make one, and neither closed nor a breaker that is down (so
+ * nothing to refuse, shed or decide). No side effect, and no roll to draw:
+ * a caller serving a queue asks it before a take that could only wait. */
+TIDE_API bool tide_pool_must_wait(const struct tide_pool *p);
 TIDE_API int64_t
 tide_pool_busy(const struct tide_pool *p); /* lent+held+making */
 /* The share of new makes the breaker refuses at now; 0 without one. */

@@ -144,6 +144,42 @@ START_TEST(wait_when_every_slot_in_use)
 }
 END_TEST
 
+/* must_wait is the promise a queue's server relies on to skip a take: it
+ * says yes only where take answers WAIT, and no wherever take would make,
+ * lend, or refuse (closed, or a breaker that is down). */
+START_TEST(must_wait_exactly_where_take_waits)
+{
+    struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
+                                      .strikes = 5};
+    struct tide_ward w = {.breaker = &bo};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2), &w);
+    ck_assert(!tide_pool_must_wait(NULL));
+    ck_assert(!tide_pool_must_wait(p)); /* room: take makes */
+    make_one(p, &res[0], 0);
+    ck_assert(!tide_pool_must_wait(p));
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert(tide_pool_must_wait(p)); /* one lent, one being made */
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_made(p, &res[1], 0), 0);
+    ck_assert(tide_pool_must_wait(p));
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
+    ck_assert(!tide_pool_must_wait(p)); /* one idle: take lends */
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_READY);
+    ck_assert(tide_pool_must_wait(p));
+    /* full, but the breaker is down: take refuses, so no wait */
+    tide_breaker_deactivate(tide_pool_breaker(p), 0);
+    ck_assert(!tide_pool_must_wait(p));
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_SHED);
+    tide_breaker_activate(tide_pool_breaker(p), 0);
+    ck_assert(tide_pool_must_wait(p));
+    (void)tide_pool_close(p, NULL, 0);
+    ck_assert(!tide_pool_must_wait(p)); /* closed: take refuses */
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_SHED);
+    tide_pool_free(p);
+}
+END_TEST
+
 START_TEST(stale_after_keep_is_out_of_pool_and_count)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.keep = TIDE_SEC(10)), NULL);
@@ -929,6 +965,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, take_hands_out_most_recently_returned);
     tcase_add_test(tc, give_past_idle_limit_is_not_kept);
     tcase_add_test(tc, wait_when_every_slot_in_use);
+    tcase_add_test(tc, must_wait_exactly_where_take_waits);
     tcase_add_test(tc, stale_after_keep_is_out_of_pool_and_count);
     tcase_add_test(tc, life_retires_a_resource_reused_all_along);
     tcase_add_test(tc, give_does_not_reset_birth);
