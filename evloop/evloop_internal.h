@@ -200,6 +200,9 @@ void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns);
  * once for the two). */
 void tide__wait_ended(struct waits *all, struct recent_waits *r, int64_t now,
                       int64_t ns);
+/* n waits of 0 that ended at now, added to both. */
+void tide__waits_zero(struct waits *all, struct recent_waits *r, int64_t now,
+                      uint64_t n);
 /* The waits of the slices within the last RECENT_SLICES x RECENT_SLICE of
  * now, merged into *out. */
 void tide__recent_merge(struct recent_waits *r, int64_t now, struct waits *out);
@@ -340,6 +343,11 @@ struct tide_evpool {
     struct counters counters;
     struct waits waits;
     struct recent_waits recent;
+    /* Answers delivered in the same callback of the pool as they were
+     * given (a caller acquiring again from its callback) waited 0: they
+     * are counted once the callback ends (tide__evpool_leave) or stats are
+     * read, not one by one. */
+    uint64_t zero_waits;
     int make_error;     /* the last make's code: 0 once one succeeds */
     int last_error;     /* the last failed make's code, kept */
     char *last_message; /* and its message */

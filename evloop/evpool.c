@@ -171,8 +171,18 @@ void tide__evpool_enter(struct tide_evpool *p)
 
 static void free_now(struct tide_evpool *p);
 
+static void count_zero_waits(struct tide_evpool *p)
+{
+    if (p->zero_waits > 0) {
+        tide__waits_zero(&p->waits, &p->recent, p->now, p->zero_waits);
+        p->zero_waits = 0;
+    }
+}
+
 bool tide__evpool_leave(struct tide_evpool *p)
 {
+    if (p->depth == 1)
+        count_zero_waits(p);
     if (--p->depth == 0 && p->free_pending) {
         free_now(p);
         return false;
@@ -283,6 +293,7 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     if (!p)
         return;
     int64_t now = tide__evpool_now(p);
+    count_zero_waits(p);
     out->live = tide_pool_live(p->core);
     out->idle = tide_pool_idle(p->core);
     out->lent = p->lent;

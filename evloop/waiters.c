@@ -93,7 +93,9 @@ void tide__waiters_deliver(struct tide_evpool *p)
         struct tide_acquire *w = p->ready.head;
         TIDE__LIST_UNLINK(&p->ready, w);
         w->state = WAITER_DELIVERING;
-        if (w->status == 0)
+        if (w->status == 0 && p->now == w->start)
+            p->zero_waits++;
+        else if (w->status == 0)
             tide__wait_ended(&p->waits, &p->recent, p->now, p->now - w->start);
         p->delivering++;
         if (w->cb)
@@ -119,8 +121,7 @@ static bool answer_at_once(struct tide_evpool *p, struct tide_acquire *w)
     void *resource;
     if (tide__lend_now(p, w->start, &resource) != 0)
         return false;
-    w->deadline = TIDE_FOREVER;
-    w->queue = -1;
+    w->deadline = TIDE_FOREVER; /* and no queue: a clean record has none */
     ready(p, w, 0, resource, TIDE_GUARD_NONE, 0, NULL);
     return true;
 }

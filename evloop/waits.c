@@ -99,6 +99,16 @@ void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
     tide__waits_add(slice_of(r, now), ns);
 }
 
+void tide__waits_zero(struct waits *all, struct recent_waits *r, int64_t now,
+                      uint64_t n)
+{
+    struct waits *slice = slice_of(r, now);
+    all->buckets[0] += n;
+    all->count += n;
+    slice->buckets[0] += n;
+    slice->count += n;
+}
+
 void tide__wait_ended(struct waits *all, struct recent_waits *r, int64_t now,
                       int64_t ns)
 {

@@ -373,6 +373,55 @@ START_TEST(stats_count_and_wait_percentiles)
 }
 END_TEST
 
+/* A caller that acquires again from its callback, with the resource it
+ * just released idle, waits for nothing: those waits count as 0 in the
+ * percentiles, read from inside the callback as after it. One wait of
+ * 30 ms among nine of 0 leaves the median at 0. */
+struct again {
+    int left;
+    struct tide_evpool_stats inside; /* read in the last callback */
+    void *last;
+};
+
+static void acquire_again(struct tide_evpool *pool, int status, void *resource,
+                          const struct tide_why *why, void *arg)
+{
+    (void)why;
+    struct again *g = arg;
+    ck_assert_int_eq(status, 0);
+    if (--g->left == 0) {
+        tide_evpool_stats(pool, &g->inside);
+        g->last = resource;
+        return;
+    }
+    ck_assert_int_eq(tide_evpool_release(pool, resource), 0);
+    ck_assert_int_eq(tide_evpool_acquire(pool, 0, acquire_again, g, NULL), 0);
+}
+
+START_TEST(stats_count_the_waits_of_callers_acquiring_again)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1)};
+    fixture_pool(&o);
+    struct answer *a = acquired();
+    struct again g = {.left = 10};
+    ck_assert_int_eq(tide_evpool_acquire(fx->pool, 0, acquire_again, &g, NULL),
+                     0);
+    run_ms(30);
+    release(a); /* the first waited 30 ms, the nine after it none */
+    for (int i = 0; i < 100 && g.left > 0; i++)
+        run_ms(1);
+    ck_assert_int_eq(g.left, 0);
+    ck_assert_int_ge(g.inside.wait_max, TIDE_MS(25));
+    ck_assert_int_eq(g.inside.wait_p50, 0);
+    ck_assert_int_eq(g.inside.recent_p50, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.wait_p50, 0);
+    ck_assert_int_eq(s.recent_p50, 0);
+    ck_assert_int_ge(s.wait_p99, TIDE_MS(25)); /* the 30 ms one */
+    ck_assert_int_eq(tide_evpool_release(fx->pool, g.last), 0);
+}
+END_TEST
+
 /* Each counter the stats add up: acquires, queue-full refusals, cancels,
  * dirty releases, and the recent waits beside the lifetime ones. */
 START_TEST(stats_count_acquires_refusals_cancels_and_dirty_releases)
@@ -496,6 +545,7 @@ static Suite *evpool_suite(void)
     tc = tcase_create("stats");
     fixture_add(tc);
     tcase_add_test(tc, stats_count_and_wait_percentiles);
+    tcase_add_test(tc, stats_count_the_waits_of_callers_acquiring_again);
     tcase_add_test(tc,
                    stats_count_acquires_refusals_cancels_and_dirty_releases);
     tcase_add_test(tc, null_is_refused_everywhere);
