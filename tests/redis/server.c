@@ -1,24 +1,14 @@
 #include "server.h"
 #include "loop.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/pem.h>
-
-extern char **environ;
 
 bool redis_server_installed(void)
 {
@@ -48,8 +38,11 @@ static bool write_pem(const char *path, X509 *cert, EVP_PKEY *key)
     return fclose(f) == 0 && ok;
 }
 
-static bool answers(const struct redis_server *s)
+/* Ready: it answers PING with PONG (a server still loading its data
+ * accepts, and answers -LOADING). */
+static bool answers(void *arg)
 {
+    const struct redis_server *s = arg;
     redisReply *r = redis_admin_command(s, "PING");
     bool ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
     if (r)
@@ -57,17 +50,18 @@ static bool answers(const struct redis_server *s)
     return ok;
 }
 
-static bool spawn(struct redis_server *s)
+static bool spawn(void *arg)
 {
+    struct redis_server *s = arg;
     char port[16], tls_port[16], log[128];
     snprintf(port, sizeof port, "%d", s->port);
     snprintf(tls_port, sizeof tls_port, "%d", s->tls_port);
-    snprintf(log, sizeof log, "%s/redis.log", s->dir);
+    snprintf(log, sizeof log, "%s/redis.log", s->child.dir);
     const char *argv[64] = {
         "redis-server", "--port",           port,  "--bind",
         "127.0.0.1",    "--save",           "",    "--appendonly",
         "no",           "--daemonize",      "no",  "--dir",
-        s->dir,         "--logfile",        log,   "--unixsocket",
+        s->child.dir,   "--logfile",        log,   "--unixsocket",
         s->unix_path,   "--unixsocketperm", "700", "--enable-debug-command",
         "yes"};
     int n = 21;
@@ -83,47 +77,23 @@ static bool spawn(struct redis_server *s)
     for (size_t i = 0; s->extra && s->extra[i] && n < 63; i++)
         argv[n++] = s->extra[i];
     argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawnp(&s->pid, "redis-server", &fa, NULL,
-                          (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        s->pid = 0;
-        return false;
-    }
-    for (int waited = 0; waited < 5000; waited += 10) {
-        int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-            s->pid = 0; /* it ended: the port was taken, or a bad option */
-            return false;
-        }
-        if (answers(s))
-            return true;
-        tide_test_sleep_ms(10);
-    }
-    redis_server_stop(s);
-    return false;
+    return tide_test_child_spawn(&s->child, argv) &&
+           tide_test_child_wait(&s->child, answers, s, 5000);
 }
 
 bool redis_server_start(struct redis_server *s, X509 *cert, EVP_PKEY *key,
                         X509 *ca, char *const *extra)
 {
     memset(s, 0, sizeof *s);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(s->dir, sizeof s->dir, "%s/tide-redis-XXXXXX",
-             tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-    if (!mkdtemp(s->dir))
+    if (!tide_test_child_mkdir(&s->child, "redis"))
         return false;
-    snprintf(s->unix_path, sizeof s->unix_path, "%s/redis.sock", s->dir);
+    snprintf(s->unix_path, sizeof s->unix_path, "%s/redis.sock", s->child.dir);
     s->extra = extra;
     if (cert) {
         s->tls = true;
-        snprintf(s->cert_path, sizeof s->cert_path, "%s/cert.pem", s->dir);
-        snprintf(s->ca_path, sizeof s->ca_path, "%s/ca.pem", s->dir);
+        snprintf(s->cert_path, sizeof s->cert_path, "%s/cert.pem",
+                 s->child.dir);
+        snprintf(s->ca_path, sizeof s->ca_path, "%s/ca.pem", s->child.dir);
         if (!write_pem(s->cert_path, cert, key) ||
             !write_pem(s->ca_path, ca, NULL))
             return false;
@@ -142,59 +112,27 @@ bool redis_server_start(struct redis_server *s, X509 *cert, EVP_PKEY *key,
 
 void redis_server_stop(struct redis_server *s)
 {
-    if (s->pid <= 0)
-        return;
-    kill(s->pid, SIGTERM);
-    for (int waited = 0; waited < 5000; waited += 5) {
-        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
-            s->pid = 0;
-            return;
-        }
-        tide_test_sleep_ms(5);
-    }
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, NULL, 0);
-    s->pid = 0;
+    tide_test_child_stop(&s->child, SIGTERM, 5000);
 }
 
 void redis_server_signal(struct redis_server *s, int sig)
 {
-    if (s->pid > 0)
-        kill(s->pid, sig);
+    tide_test_child_signal(&s->child, sig);
 }
 
 bool redis_server_exited(struct redis_server *s)
 {
-    if (s->pid > 0 && waitpid(s->pid, NULL, WNOHANG) == s->pid)
-        s->pid = 0;
-    return s->pid == 0;
+    return tide_test_child_exited(&s->child);
 }
 
 bool redis_server_restart(struct redis_server *s)
 {
-    redis_server_stop(s);
-    /* the listening port was just closed: a moment for it to come free */
-    for (int attempt = 0; attempt < 20; attempt++) {
-        if (spawn(s))
-            return true;
-        tide_test_sleep_ms(50);
-    }
-    return false;
+    return tide_test_child_restart(&s->child, spawn, s);
 }
 
 void redis_server_dispose(struct redis_server *s)
 {
-    redis_server_stop(s);
-    if (!s->dir[0])
-        return;
-    char path[PATH_MAX];
-    const char *files[] = {"redis.log", "redis.sock", "cert.pem", "ca.pem"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", s->dir, files[i]);
-        unlink(path);
-    }
-    rmdir(s->dir);
-    s->dir[0] = '\0';
+    tide_test_child_dispose(&s->child);
 }
 
 redisContext *redis_admin(const struct redis_server *s)

@@ -8,17 +8,17 @@
 
 #include <limits.h>
 #include <stdbool.h>
-#include <sys/types.h>
+
+#include "child.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
 struct redis_server {
-    pid_t pid;
-    int port;     /* plain TCP, always on */
-    int tls_port; /* 0 without TLS */
-    char dir[64]; /* a fresh directory: log, Unix socket, PEM files */
+    struct tide_test_child child; /* its directory: log, Unix socket, PEMs */
+    int port;                     /* plain TCP, always on */
+    int tls_port;                 /* 0 without TLS */
     char unix_path[128];
     char cert_path[PATH_MAX]; /* leaf certificate and its key */
     char ca_path[PATH_MAX];

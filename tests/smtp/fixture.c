@@ -158,7 +158,7 @@ struct tide_smtp_stats sender_end(struct tide_smtp_sender *s)
     ck_assert_uint_eq(st.net.made, st.net.destroyed);
     ck_assert_uint_eq(st.pool.made, st.pool.destroyed);
     tide_smtp_sender_free(s);
-    if (sx->server.pid > 0)
+    if (sx->server.child.pid > 0)
         ck_assert_msg(run_until(all_gone, NULL, 5000),
                       "the server still holds sessions");
     return st;

@@ -1,17 +1,10 @@
 #include "server.h"
 #include "loop.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/pem.h>
@@ -22,31 +15,10 @@
 
 #define PYTHON "/usr/bin/python3" /* Debian's: the one aiosmtpd is for */
 
-extern char **environ;
-
-static pid_t run(const char *const *argv)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid = 0;
-    int rc =
-        posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc == 0 ? pid : 0;
-}
-
 bool smtp_server_installed(void)
 {
     const char *argv[] = {PYTHON, "-c", "import aiosmtpd.smtp", NULL};
-    if (access(PYTHON, X_OK) != 0)
-        return false;
-    pid_t pid = run(argv);
-    int status;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-           WEXITSTATUS(status) == 0;
+    return access(PYTHON, X_OK) == 0 && tide_test_child_succeeds(argv, 30000);
 }
 
 static int count_lines(const char *path, const char *word)
@@ -64,8 +36,21 @@ static int count_lines(const char *path, const char *word)
     return n;
 }
 
-static bool spawn(struct smtp_server *s)
+/* Ready: a READY line more in the record than the starts before this one
+ * (a connection made to see whether it listens would be recorded as a
+ * session). */
+static bool listens(void *arg)
 {
+    struct smtp_server *s = arg;
+    if (count_lines(s->record, "READY") <= s->starts)
+        return false;
+    s->starts++;
+    return true;
+}
+
+static bool spawn(void *arg)
+{
+    struct smtp_server *s = arg;
     char port[16], timeout[32], delay[32], drop[16];
     snprintf(port, sizeof port, "%d", s->port);
     snprintf(timeout, sizeof timeout, "%.3f",
@@ -101,25 +86,8 @@ static bool spawn(struct smtp_server *s)
     if (s->o.drop_421)
         argv[n++] = "--drop-421";
     argv[n] = NULL;
-    s->pid = run(argv);
-    if (s->pid <= 0) {
-        s->pid = 0;
-        return false;
-    }
-    for (int waited = 0; waited < 10000; waited += 10) {
-        int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-            s->pid = 0; /* it ended: the port was taken, or worse */
-            return false;
-        }
-        if (count_lines(s->record, "READY") > s->starts) {
-            s->starts++;
-            return true;
-        }
-        tide_test_sleep_ms(10);
-    }
-    smtp_server_stop(s);
-    return false;
+    return tide_test_child_spawn(&s->child, argv) &&
+           tide_test_child_wait(&s->child, listens, s, 10000);
 }
 
 static bool write_pem(const char *path, X509 *cert, EVP_PKEY *key)
@@ -137,14 +105,11 @@ bool smtp_server_start(struct smtp_server *s, const struct smtp_server_opts *o)
 {
     memset(s, 0, sizeof *s);
     s->o = *o;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(s->dir, sizeof s->dir, "%s/tide-smtp-XXXXXX",
-             tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-    if (!mkdtemp(s->dir))
+    if (!tide_test_child_mkdir(&s->child, "smtp"))
         return false;
-    snprintf(s->record, sizeof s->record, "%s/record", s->dir);
-    snprintf(s->cert_path, sizeof s->cert_path, "%s/cert.pem", s->dir);
-    snprintf(s->key_path, sizeof s->key_path, "%s/key.pem", s->dir);
+    snprintf(s->record, sizeof s->record, "%s/record", s->child.dir);
+    snprintf(s->cert_path, sizeof s->cert_path, "%s/cert.pem", s->child.dir);
+    snprintf(s->key_path, sizeof s->key_path, "%s/key.pem", s->child.dir);
     if (o->cert && (!write_pem(s->cert_path, o->cert, NULL) ||
                     !write_pem(s->key_path, NULL, o->key)))
         return false;
@@ -161,55 +126,24 @@ bool smtp_server_start(struct smtp_server *s, const struct smtp_server_opts *o)
     return false;
 }
 
-static void end(struct smtp_server *s, int sig)
-{
-    if (s->pid <= 0)
-        return;
-    kill(s->pid, sig);
-    for (int waited = 0; waited < 5000; waited += 5) {
-        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
-            s->pid = 0;
-            return;
-        }
-        tide_test_sleep_ms(5);
-    }
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, NULL, 0);
-    s->pid = 0;
-}
-
 void smtp_server_stop(struct smtp_server *s)
 {
-    end(s, SIGTERM);
+    tide_test_child_stop(&s->child, SIGTERM, 5000);
 }
 
 void smtp_server_kill(struct smtp_server *s)
 {
-    end(s, SIGKILL);
+    tide_test_child_stop(&s->child, SIGKILL, 5000);
 }
 
 bool smtp_server_restart(struct smtp_server *s)
 {
-    smtp_server_stop(s);
-    /* the listening port was just closed: a moment for it to come free */
-    for (int attempt = 0; attempt < 20; attempt++) {
-        if (spawn(s))
-            return true;
-        tide_test_sleep_ms(50);
-    }
-    return false;
+    return tide_test_child_restart(&s->child, spawn, s);
 }
 
 void smtp_server_dispose(struct smtp_server *s)
 {
-    smtp_server_stop(s);
-    if (!s->dir[0])
-        return;
-    unlink(s->record);
-    unlink(s->cert_path);
-    unlink(s->key_path);
-    rmdir(s->dir);
-    s->dir[0] = '\0';
+    tide_test_child_dispose(&s->child);
 }
 
 static char *unhex(const char *hex, size_t *len)

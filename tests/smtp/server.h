@@ -8,7 +8,8 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <sys/types.h>
+
+#include "child.h"
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -29,9 +30,8 @@ struct smtp_server_opts {
 };
 
 struct smtp_server {
-    pid_t pid;
+    struct tide_test_child child; /* its directory: the record, PEM files */
     int port;
-    char dir[64]; /* a fresh directory: the record, PEM files */
     char record[PATH_MAX];
     char cert_path[PATH_MAX];
     char key_path[PATH_MAX];
