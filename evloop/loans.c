@@ -182,6 +182,7 @@ int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource)
             /* alive() or watch() closed the pool, or queued a caller who
              * now comes first: the resource goes back, unlent */
             give(p, i);
+            changed = true;
             rc = p->closing ? TIDE_ECLOSED : TIDE_EWOULDBLOCK;
             break;
         }
@@ -190,8 +191,9 @@ int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource)
         rc = 0;
         break;
     }
-    /* no pump runs for this loan: the timers follow what changed */
-    if (changed || rc != 0)
+    /* no pump runs for this loan: the timers follow what changed (with
+     * nothing idle and nothing done, nothing did) */
+    if (changed || (rc != 0 && rc != TIDE_EWOULDBLOCK))
         tide__upkeep_sync(p);
     return rc;
 }

@@ -227,7 +227,8 @@ void tide__serve(struct tide_evpool *p)
         if (p->free_pending)
             break; /* freed from a hook: nothing is left to serve */
         drop_retry_if_unwanted(p);
-        tide__topup(p);
+        if (p->min > 0) /* most pools keep no minimum: no call */
+            tide__topup(p);
         tide__waiters_deliver(p);
     } while (!p->free_pending && p->pump_again && ++rounds < SERVE_ROUNDS);
     p->pumping = false;

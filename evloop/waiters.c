@@ -115,7 +115,6 @@ void tide__waiters_deliver(struct tide_evpool *p)
 static bool answer_at_once(struct tide_evpool *p, struct tide_acquire *w)
 {
     if (p->delivering == 0 || p->queued.count > 0 || p->shedding ||
-        tide_pool_idle(p->core) == 0 ||
         (p->breaker && tide_breaker_state(p->breaker) != TIDE_BREAKER_ACTIVE))
         return false;
     void *resource;
