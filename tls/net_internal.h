@@ -217,6 +217,14 @@ struct tide_tcp_factory {
     struct tide_tls_factory *tls; /* the layer above, when this is the TCP
                                      part of a TLS factory */
     struct tide__net_conns conns;
+    /* watch.c: the loop's rounds. `round` is activated (highest priority)
+     * by a clean release check and ends the round when it runs, after the
+     * callbacks the loop has queued and before it polls again; `rounds`
+     * counts the rounds ended. */
+    struct event round;
+    bool round_assigned;
+    bool round_open; /* activated, not run yet */
+    uint64_t rounds;
     struct tide__net_make *makes;
     struct tide__net_fail last;
     struct tide_net_stats stats;
@@ -260,6 +268,13 @@ struct tide__net_conn {
     struct tide_evpool *pool; /* while watched */
     bool idle;
     bool tls;
+    /* the release check found it clean in round `checked_round` at the
+     * loop's cached time `checked_at` (watch.c: lending it again in the
+     * same round needs no second look at the socket) */
+    bool check_fresh; /* found clean, not watched yet */
+    bool checked;     /* ... and watched since */
+    uint64_t checked_round;
+    struct timeval checked_at;
 };
 
 /* Registers bev; NULL when out of memory. */
@@ -280,6 +295,9 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
                      void *arg);
 bool tide__net_alive(void *resource, void *arg);
 bool tide__net_reusable(void *resource, void *arg);
+/* The round marker's part of the factory's dispose: removed from the loop
+ * and from libevent's debug tracking. */
+void tide__net_rounds_dispose(struct tide_tcp_factory *f);
 
 /* ---- TLS ---- */
 

@@ -18,7 +18,11 @@
  * bufferevent's input buffer, the socket, and for TLS OpenSSL's own buffer
  * (a borrower reading through a high watermark leaves the rest of a record
  * there, decrypted, and libevent reads it only when the socket next becomes
- * readable: under the next borrower's reply). */
+ * readable: under the next borrower's reply).
+ *
+ * The check before lending looks at the socket only when the loop may have
+ * polled since the release check found the connection clean: see `rounds`
+ * below. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -74,6 +78,11 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
     }
     c->idle = true;
     c->pool = pool;
+    /* the round's answer stands only for the watch that follows the
+     * release check: not after a health check or anything else that had
+     * the connection out of the pool since */
+    c->checked = c->check_fresh;
+    c->check_fresh = false;
     bufferevent_setcb(bev, on_idle_read, NULL, on_idle_event, c);
     bufferevent_set_timeouts(bev, NULL, NULL);
     bufferevent_setwatermark(bev, EV_READ, 0, 0);
@@ -146,8 +155,93 @@ static bool idle_data_kept(struct tide_tcp_factory *f, struct bufferevent *bev)
            (f->on_idle_data && f->on_idle_data(bev, f->idle_data_arg));
 }
 
-/* Non-blocking: whether the connection can be lent. */
-static bool usable(struct tide__net_conn *c)
+/* ---- rounds ----
+ *
+ * The process learns that a byte, a FIN or a reset reached an idle socket
+ * in one of two ways only: by asking the socket (a peek, SSL_peek) or from
+ * the loop's poll, which wakes the watch. A connection the release check
+ * found clean and that is lent again before the loop polls is lent on what
+ * that check saw. That is what a lend-time peek gives too, for the moment
+ * it is made and no later: a byte landing between the check and the loan
+ * is no different from one landing just after a lend-time peek, which no
+ * check can see (the borrower's protocol copes with both, as an HTTP client
+ * retries a request that meets a closing connection). Under load a
+ * connection goes back and out again in the same round, so that loan skips
+ * the socket (a recv a request on TCP), and keeps every look that costs no
+ * call: the input buffer, and for TLS the session's state and the records
+ * OpenSSL holds.
+ *
+ * For TLS as for TCP: the check's SSL_peek read what the socket had and
+ * consumed the post-handshake records in it; until a poll reports the
+ * socket, nobody reads the session again (the watch's read runs from the
+ * poll's result), so OpenSSL's state and buffer are as the check left them.
+ *
+ * The round is marked by the factory's `round` event, not by libevent's
+ * cached time alone: a base without EVENT_BASE_FLAG_PRECISE_TIMER caches a
+ * CLOCK_MONOTONIC_COARSE reading (1 to 4 ms ticks), which many polls share.
+ * The event is activated by a clean release check at the highest priority;
+ * libevent runs its queues empty, highest priority first, before it polls
+ * again, so the event runs after the callbacks already queued and before
+ * any callback of the next poll, and counts the round as ended. A round cut
+ * short (event_base_loopbreak or loopcontinue, a base with dispatch limits)
+ * can leave callbacks queued ahead of it that run after the next poll: the
+ * cached time, which every poll refreshes, must also be unchanged, so only
+ * such a callback within the same clock tick is taken for the same round,
+ * and outside the loop (where the cached time is read live) the socket is
+ * always asked. */
+
+static void on_round_end(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_tcp_factory *f = arg;
+    f->round_open = false;
+    f->rounds++;
+}
+
+/* c was found clean by its release check: noted with the round. */
+static void note_checked(struct tide__net_conn *c)
+{
+    struct tide_tcp_factory *f = c->f;
+    if (!f->round_assigned) {
+        event_assign(&f->round, f->base, -1, 0, on_round_end, f);
+        (void)event_priority_set(&f->round, 0);
+        f->round_assigned = true;
+    }
+    if (!f->round_open) {
+        event_active(&f->round, EV_TIMEOUT, 0);
+        f->round_open = true;
+    }
+    c->check_fresh = true;
+    c->checked_round = f->rounds;
+    event_base_gettimeofday_cached(f->base, &c->checked_at);
+}
+
+/* Whether the loop has not polled since c's release check found it clean. */
+static bool same_round(const struct tide__net_conn *c)
+{
+    const struct tide_tcp_factory *f = c->f;
+    if (!c->checked || c->checked_round != f->rounds || !f->round_open)
+        return false;
+    struct timeval now;
+    event_base_gettimeofday_cached(f->base, &now);
+    return now.tv_sec == c->checked_at.tv_sec &&
+           now.tv_usec == c->checked_at.tv_usec;
+}
+
+void tide__net_rounds_dispose(struct tide_tcp_factory *f)
+{
+    if (!f->round_assigned)
+        return;
+    event_del(&f->round);
+    event_debug_unassign(&f->round);
+    f->round_assigned = false;
+    f->round_open = false;
+}
+
+/* Non-blocking: whether the connection can be lent. With `look` false the
+ * socket is not asked (the release check's answer stands: see rounds). */
+static bool usable(struct tide__net_conn *c, bool look)
 {
     struct tide_tcp_factory *f = c->f;
     struct bufferevent *bev = c->bev;
@@ -162,6 +256,8 @@ static bool usable(struct tide__net_conn *c)
             (SSL_get_shutdown(ssl) &
              (SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN)))
             return false;
+        if (!look && !SSL_has_pending(ssl))
+            return true;
         switch (tls_probe(ssl)) {
         case TLS_QUIET:
             return true;
@@ -179,6 +275,8 @@ static bool usable(struct tide__net_conn *c)
     /* An EOF or reset libevent already read leaves the socket reading as
      * closed (peek 0), so the peek below sees it too, even while the event
      * callback that reports it is still queued. */
+    if (!look)
+        return true;
     int err;
     int peek = tide__net_sock_peek(fd, &err);
     if (peek < 0)
@@ -190,13 +288,20 @@ static bool usable(struct tide__net_conn *c)
 bool tide__net_alive(void *resource, void *arg)
 {
     struct tide__net_conn *c = tide__net_conn_find(arg, resource);
-    return c && usable(c);
+    if (!c)
+        return false;
+    bool look = !same_round(c);
+    c->checked = false; /* lent or destroyed now: a check for each loan */
+    return usable(c, look);
 }
 
 bool tide__net_reusable(void *resource, void *arg)
 {
     struct tide__net_conn *c = tide__net_conn_find(arg, resource);
     /* a request half written would be finished by the next borrower's */
-    return c && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
-           usable(c);
+    bool ok = c && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
+              usable(c, true);
+    if (ok)
+        note_checked(c);
+    return ok;
 }
