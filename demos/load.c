@@ -1,0 +1,206 @@
+/* The load programs' options and closed-loop run (see load.h). */
+#include "load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <tidepool/core.h>
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- options ---- */
+
+static const struct tide_demo_opt *find(const struct tide_demo_opt *t, size_t n,
+                                        const char *word)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].name, word) == 0)
+            return &t[i];
+    return NULL;
+}
+
+bool tide_demo_load_args_read(struct tide_demo_load_args *a,
+                              const struct tide_demo_opt *own, size_t n,
+                              int argc, char **argv)
+{
+    const struct tide_demo_opt common[] = {
+        {.name = "--host", .s = &a->host},
+        {.name = "--port", .i = &a->port},
+        {.name = "--cacert", .s = &a->cacert},
+        {.name = "--name", .s = &a->name},
+        {.name = "-c", .i = &a->conc},
+        {.name = "-n", .l = &a->count},
+        {.name = "-d", .l = &a->size},
+        {.name = "--warmup", .l = &a->warmup},
+        {.name = "--seconds", .i = &a->seconds},
+        {.name = "--csv", .flag = &a->csv},
+    };
+    for (int i = 1; i < argc; i++) {
+        const struct tide_demo_opt *o =
+            find(common, sizeof common / sizeof common[0], argv[i]);
+        if (!o)
+            o = find(own, n, argv[i]);
+        if (!o)
+            return false;
+        if (o->flag) {
+            *o->flag = true;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (!v)
+            return false;
+        if (o->i)
+            *o->i = atoi(v);
+        else if (o->l)
+            *o->l = atol(v);
+        else
+            *o->s = v;
+    }
+    return a->conc >= 1 && a->count >= 1 && a->size >= 0 && a->seconds >= 1;
+}
+
+/* ---- the run ---- */
+
+bool tide_demo_load_init(struct tide_demo_load *l, const char *prog,
+                         long warmup, long count)
+{
+    memset(l, 0, sizeof *l);
+    l->prog = prog;
+    l->warmup = warmup;
+    l->count = count;
+    l->lat = malloc((size_t)count * sizeof *l->lat);
+    l->base = event_base_new();
+    return l->lat && l->base;
+}
+
+static void send_one(struct tide_demo_load *l, struct tide_demo_req *r)
+{
+    r->measured = l->sent >= l->warmup;
+    r->sent_at = now_ns();
+    l->sent++;
+    int rc = l->ops->send(r, l->arg);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", l->prog, l->ops->strerror(rc));
+        free(r);
+        event_base_loopbreak(l->base);
+    }
+}
+
+void tide_demo_load_answered(struct tide_demo_req *r, bool good,
+                             const char *message, int code)
+{
+    struct tide_demo_load *l = r->l;
+    int64_t t = now_ns();
+    l->answered++;
+    if (r->measured) {
+        l->lat[l->nlat++] = t - r->sent_at;
+        if (!good && l->errors++ == 0)
+            snprintf(l->first_error, sizeof l->first_error, "%s (%s)", message,
+                     tide_err_name(code));
+    }
+    if (l->answered == l->warmup) {
+        l->made_at_start = l->ops->made(l->arg);
+        l->start = t;
+    }
+    if (l->sent < l->warmup + l->count) {
+        send_one(l, r);
+    } else {
+        free(r);
+        if (l->answered == l->warmup + l->count) {
+            l->end = t;
+            event_base_loopbreak(l->base);
+        }
+    }
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_demo_load *l = arg;
+    fprintf(stderr, "%s: out of time\n", l->prog);
+    event_base_loopbreak(l->base);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int tide_demo_load_run(struct tide_demo_load *l,
+                       const struct tide_demo_load_ops *ops, void *arg,
+                       int conc, int seconds)
+{
+    l->ops = ops;
+    l->arg = arg;
+    struct event *deadline = evtimer_new(l->base, on_deadline, l);
+    if (!deadline)
+        return -1;
+    struct timeval tv = {.tv_sec = seconds};
+    evtimer_add(deadline, &tv);
+    if (l->warmup == 0)
+        l->start = now_ns();
+    for (int i = 0; i < conc && l->sent < l->warmup + l->count; i++) {
+        struct tide_demo_req *r = calloc(1, sizeof *r);
+        if (!r) {
+            event_free(deadline);
+            return -1;
+        }
+        r->l = l;
+        send_one(l, r);
+    }
+    event_base_dispatch(l->base);
+    event_free(deadline);
+    if (!l->end)
+        l->end = now_ns();
+    qsort(l->lat, (size_t)l->nlat, sizeof *l->lat, cmp);
+    return 0;
+}
+
+/* The p-th quantile of the sorted latencies, ns. */
+static double pct(const int64_t *v, long n, double p)
+{
+    if (n == 0)
+        return 0;
+    long i = (long)(p * (double)(n - 1));
+    return (double)v[i];
+}
+
+struct tide_demo_load_figures
+tide_demo_load_figures(const struct tide_demo_load *l, uint64_t made_now)
+{
+    double secs = (double)(l->end - l->start) / 1e9;
+    uint64_t opened = made_now - l->made_at_start;
+    return (struct tide_demo_load_figures){
+        .n = l->nlat,
+        .rate = secs > 0 ? (double)l->nlat / secs : 0,
+        .p50 = pct(l->lat, l->nlat, 0.5),
+        .p99 = pct(l->lat, l->nlat, 0.99),
+        .opened = opened,
+        .per_k = l->nlat ? 1000.0 * (double)opened / (double)l->nlat : 0,
+    };
+}
+
+bool tide_demo_load_ok(const struct tide_demo_load *l)
+{
+    if (l->errors)
+        fprintf(stderr, "%s: first error: %s\n", l->prog, l->first_error);
+    return l->errors == 0 && l->nlat == l->count;
+}
+
+void tide_demo_load_dispose(struct tide_demo_load *l)
+{
+    if (l->base)
+        event_base_free(l->base);
+    free(l->lat);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,128 @@
+/* What the load programs (demos/redis/redis_load, demos/smtp/smtp_load)
+ * share: the options every one of them takes, read with the program's own
+ * from one table, and a closed-loop run: CONC requests in flight, each
+ * answer sending the next, a warm-up not measured (the pool fills during
+ * it), a deadline, and the figures of what was measured. A program says
+ * only how one request is sent and how many connections its pool has made;
+ * what a request is, what counts as a good answer and how the figures are
+ * printed stay its own. */
+#ifndef TIDEPOOL_DEMO_LOAD_H
+#define TIDEPOOL_DEMO_LOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+
+/* ---- options ---- */
+
+/* One option in a table: its word and exactly one place for it. */
+struct tide_demo_opt {
+    const char *name; /* "--host", "-c" */
+    bool *flag;       /* set to true when the word is there; takes no value */
+    int *i;           /* the next word, by atoi */
+    long *l;          /* the next word, by atol */
+    const char **s;   /* the next word itself (borrowed from argv) */
+};
+
+/* The options every load program takes. The program sets its presets
+ * before reading; warmup -1 means "not given". */
+struct tide_demo_load_args {
+    const char *host;   /* --host */
+    int port;           /* --port */
+    const char *cacert; /* --cacert */
+    const char *name;   /* --name: the name the certificate is checked for */
+    int conc;           /* -c: requests in flight */
+    long count;         /* -n: requests measured */
+    long size;          /* -d: bytes of each request's payload */
+    long warmup;        /* --warmup: requests before measuring */
+    int seconds;        /* --seconds: the deadline of the whole run */
+    bool csv;           /* --csv: the figures as one CSV line */
+};
+
+/* Reads argv[1..argc) into a and the program's own options (n of them in
+ * own; NULL when n is 0). False for bad usage: a word no option names, an
+ * option without its value, or one of a's out of bounds (conc, count or
+ * seconds below 1, size below 0); the program then prints its usage. */
+bool tide_demo_load_args_read(struct tide_demo_load_args *a,
+                              const struct tide_demo_opt *own, size_t n,
+                              int argc, char **argv);
+
+/* ---- the run ---- */
+
+struct tide_demo_load;
+
+/* One request in flight; the same record carries the requests of one
+ * slot of the concurrency from the first to the last. */
+struct tide_demo_req {
+    struct tide_demo_load *l;
+    int64_t sent_at; /* ns, monotonic */
+    bool measured;   /* sent after the warm-up */
+};
+
+/* What a program fills in (designated initialisers); arg is the load's. */
+struct tide_demo_load_ops {
+    /* Sends one request whose answer calls tide_demo_load_answered(r, ...)
+     * exactly once; 0, or an error code for strerror (then no answer). */
+    int (*send)(struct tide_demo_req *r, void *arg);
+    const char *(*strerror)(int code);
+    /* The connections (sessions) its pool has made so far. */
+    uint64_t (*made)(void *arg);
+};
+
+struct tide_demo_load {
+    const char *prog; /* for messages: "redis_load: out of time" */
+    const struct tide_demo_load_ops *ops;
+    void *arg;
+    struct event_base *base;
+    long warmup;   /* requests before measuring */
+    long count;    /* measured requests */
+    long sent;     /* all requests sent */
+    long answered; /* all requests answered */
+    long errors;   /* measured requests without a good answer */
+    int64_t *lat;  /* measured latencies, ns */
+    long nlat;
+    int64_t start; /* when measuring began */
+    int64_t end;
+    uint64_t made_at_start;
+    char first_error[256];
+};
+
+/* Makes l's event base and room for count latencies; false when out of
+ * memory. ops (borrowed; must outlive l) and arg are given to run. */
+bool tide_demo_load_init(struct tide_demo_load *l, const char *prog,
+                         long warmup, long count);
+/* Runs the load: conc requests at once (fewer when fewer are asked for),
+ * until warmup + count are answered or seconds have passed ("out of time"
+ * on stderr), or a send fails (its error on stderr). Then the latencies
+ * are sorted. -1 when out of memory, else 0 (what the run achieved is in
+ * l: see tide_demo_load_ok). */
+int tide_demo_load_run(struct tide_demo_load *l,
+                       const struct tide_demo_load_ops *ops, void *arg,
+                       int conc, int seconds);
+/* An answer to r, good or not; message and code say what went wrong for
+ * the first error kept. Sends r again while requests remain to be sent,
+ * frees it otherwise. Call from the request's callback. */
+void tide_demo_load_answered(struct tide_demo_req *r, bool good,
+                             const char *message, int code);
+
+/* The figures of what was measured, after run. */
+struct tide_demo_load_figures {
+    long n;          /* requests measured */
+    double rate;     /* requests a second */
+    double p50, p99; /* latency, ns */
+    uint64_t opened; /* connections made after the warm-up */
+    double per_k;    /* ... per 1,000 requests */
+};
+
+/* made_now: the connections the pool has made up to now. */
+struct tide_demo_load_figures
+tide_demo_load_figures(const struct tide_demo_load *l, uint64_t made_now);
+/* Whether every one of count requests got a good answer; when not, the
+ * first error on stderr. */
+bool tide_demo_load_ok(const struct tide_demo_load *l);
+/* Frees the event base (free what runs on it first) and the latencies. */
+void tide_demo_load_dispose(struct tide_demo_load *l);
+
+#endif
