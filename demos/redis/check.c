@@ -26,7 +26,7 @@ static void finish(struct tide__redis_check *k, bool ok)
     struct tide_redis_client *c = k->client;
     event_del(&k->timer);
     bufferevent_setcb(k->bev, NULL, NULL, NULL, NULL);
-    TIDE__REDIS_UNLINK(&c->checks, k);
+    TIDE_DEMO_UNLINK(&c->checks, k);
     tide__redis_reader_give(c, k->reader, ok);
     if (!ok)
         c->stats.check_failures++;
@@ -87,7 +87,7 @@ void tide__redis_check(struct tide_evpool *pool, struct tide_check *token,
     k->token = token;
     k->bev = bev;
     k->reader = r;
-    TIDE__REDIS_LINK(&c->checks, k);
+    TIDE_DEMO_LINK(&c->checks, k);
     event_assign(&k->timer, c->base, -1, 0, on_timeout, k);
     struct timeval tv = tide__redis_tv(c->check_timeout);
     event_add(&k->timer, &tv);

@@ -73,7 +73,7 @@ static void retire(struct tide__redis_batch *b)
         tide_evpool_cancel(b->acquire, false);
         b->acquire = NULL;
     }
-    TIDE__REDIS_UNLINK(&b->client->batches, b);
+    TIDE_DEMO_UNLINK(&b->client->batches, b);
 }
 
 static void batch_free(struct tide__redis_batch *b)
@@ -285,7 +285,7 @@ int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
             return rc;
         }
     }
-    TIDE__REDIS_LINK(&c->batches, b);
+    TIDE_DEMO_LINK(&c->batches, b);
     if (c->timeout != TIDE_FOREVER) {
         event_assign(&b->timer, c->base, -1, 0, on_timeout, b);
         event_add(&b->timer, c->timeout_tv);

@@ -7,30 +7,11 @@
 #include <event2/event_struct.h>
 #include <hiredis/hiredis.h>
 
+#include "demo_list.h"
 #include "redis.h"
 
 struct bufferevent;
 struct evbuffer;
-
-/* A doubly linked list of structs with prev and next. */
-#define TIDE__REDIS_LINK(head, x)                                              \
-    do {                                                                       \
-        (x)->prev = NULL;                                                      \
-        (x)->next = *(head);                                                   \
-        if (*(head))                                                           \
-            (*(head))->prev = (x);                                             \
-        *(head) = (x);                                                         \
-    } while (0)
-#define TIDE__REDIS_UNLINK(head, x)                                            \
-    do {                                                                       \
-        if ((x)->prev)                                                         \
-            (x)->prev->next = (x)->next;                                       \
-        else                                                                   \
-            *(head) = (x)->next;                                               \
-        if ((x)->next)                                                         \
-            (x)->next->prev = (x)->prev;                                       \
-        (x)->prev = (x)->next = NULL;                                          \
-    } while (0)
 
 /* Readers kept for reuse: one is taken per loan, and one that saw a whole
  * exchange through is as good as new (its buffer holds no unread byte). */

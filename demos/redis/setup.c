@@ -65,7 +65,7 @@ static void end(struct tide__redis_setup *s, bool clean)
 {
     struct tide_redis_client *c = s->client;
     bufferevent_setcb(s->bev, NULL, NULL, NULL, NULL);
-    TIDE__REDIS_UNLINK(&c->setups, s);
+    TIDE_DEMO_UNLINK(&c->setups, s);
     tide__redis_reader_give(c, s->reader, clean);
     free(s);
 }
@@ -150,7 +150,7 @@ void tide__redis_setup(struct tide_net_setup *token, struct bufferevent *bev,
     s->bev = bev;
     s->reader = r;
     s->waiting = n;
-    TIDE__REDIS_LINK(&c->setups, s);
+    TIDE_DEMO_LINK(&c->setups, s);
     bufferevent_setcb(bev, on_read, NULL, on_event, s);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
@@ -161,7 +161,7 @@ void tide__redis_setup_abort(struct tide_net_setup *token, void *arg)
     for (struct tide__redis_setup *s = c->setups; s; s = s->next)
         if (s->token == token) {
             /* the factory frees the bufferevent: not touched here */
-            TIDE__REDIS_UNLINK(&c->setups, s);
+            TIDE_DEMO_UNLINK(&c->setups, s);
             tide__redis_reader_give(c, s->reader, false);
             free(s);
             return;

@@ -23,7 +23,7 @@ static void finish(struct tide__smtp_probe *k, bool ok)
     struct tide_smtp_sender *s = k->s;
     event_del(&k->timer);
     bufferevent_setcb(k->bev, NULL, NULL, NULL, NULL);
-    TIDE__SMTP_UNLINK(&s->probes, k);
+    TIDE_DEMO_UNLINK(&s->probes, k);
     struct tide_reset *reset = k->reset;
     struct tide_check *check = k->check;
     event_debug_unassign(&k->timer);
@@ -73,7 +73,7 @@ static void start(struct tide_smtp_sender *s, struct bufferevent *bev,
     k->bev = bev;
     k->reset = reset;
     k->check = check;
-    TIDE__SMTP_LINK(&s->probes, k);
+    TIDE_DEMO_LINK(&s->probes, k);
     event_assign(&k->timer, s->base, -1, 0, on_timeout, k);
     struct timeval tv = tide__smtp_tv(s->reply_timeout);
     event_add(&k->timer, &tv);

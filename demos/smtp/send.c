@@ -91,7 +91,7 @@ static void answer(struct tide__smtp_msg *m, int status, int reply,
         s->stats.refused++;
     else
         s->stats.failed++;
-    TIDE__SMTP_UNLINK(&s->msgs, m);
+    TIDE_DEMO_UNLINK(&s->msgs, m);
     struct tide_smtp_result res = {
         .reply = reply,
         .text = text ? text : tide_smtp_strerror(status),
@@ -346,7 +346,7 @@ int tide_smtp_send(struct tide_smtp_sender *s, const char *from,
         msg_free(m);
         return rc;
     }
-    TIDE__SMTP_LINK(&s->msgs, m);
+    TIDE_DEMO_LINK(&s->msgs, m);
     s->stats.messages++;
     if (s->timeout != TIDE_FOREVER) {
         struct timeval tv = tide__smtp_tv(s->timeout);
@@ -360,7 +360,7 @@ void tide__smtp_msgs_end(struct tide_smtp_sender *s)
 {
     while (s->msgs) {
         struct tide__smtp_msg *m = s->msgs;
-        TIDE__SMTP_UNLINK(&s->msgs, m);
+        TIDE_DEMO_UNLINK(&s->msgs, m);
         if (m->acq)
             tide_evpool_cancel(m->acq, false);
         give_back(m, false);

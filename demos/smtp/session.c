@@ -57,7 +57,7 @@ static void finish(struct tide__smtp_open *o, int code, const char *fmt, ...)
         va_end(ap);
     }
     bufferevent_setcb(o->bev, NULL, NULL, NULL, NULL);
-    TIDE__SMTP_UNLINK(&s->opens, o);
+    TIDE_DEMO_UNLINK(&s->opens, o);
     free(o);
     if (code == 0)
         tide_net_setup_done(token);
@@ -233,7 +233,7 @@ static void start(struct tide_smtp_sender *s, struct tide_net_setup *token,
     o->token = token;
     o->bev = bev;
     o->upgrade = upgrade;
-    TIDE__SMTP_LINK(&s->opens, o);
+    TIDE_DEMO_LINK(&s->opens, o);
     bufferevent_setcb(bev, on_read, NULL, on_event, o);
     if (!upgrade && s->starttls) {
         /* after STARTTLS: no greeting again, EHLO at once */
@@ -262,7 +262,7 @@ void tide__smtp_open_abort(struct tide_net_setup *setup, void *arg)
     for (struct tide__smtp_open *o = s->opens; o; o = o->next) {
         if (o->token == setup) {
             bufferevent_setcb(o->bev, NULL, NULL, NULL, NULL);
-            TIDE__SMTP_UNLINK(&s->opens, o);
+            TIDE_DEMO_UNLINK(&s->opens, o);
             free(o);
             return;
         }

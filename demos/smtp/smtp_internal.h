@@ -20,28 +20,8 @@
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
+#include "demo_list.h"
 #include "smtp.h"
-
-/* ---- lists: prev/next members, a head pointer ---- */
-
-#define TIDE__SMTP_LINK(head, x)                                               \
-    do {                                                                       \
-        (x)->prev = NULL;                                                      \
-        (x)->next = *(head);                                                   \
-        if (*(head))                                                           \
-            (*(head))->prev = (x);                                             \
-        *(head) = (x);                                                         \
-    } while (0)
-
-#define TIDE__SMTP_UNLINK(head, x)                                             \
-    do {                                                                       \
-        if ((x)->prev)                                                         \
-            (x)->prev->next = (x)->next;                                       \
-        else                                                                   \
-            *(head) = (x)->next;                                               \
-        if ((x)->next)                                                         \
-            (x)->next->prev = (x)->prev;                                       \
-    } while (0)
 
 /* ---- replies (reply.c) ---- */
 
