@@ -1,5 +1,6 @@
 /* The proxy suite's harness (see harness.h). */
 #include "harness.h"
+#include "certs.h"
 #include "loop.h"
 
 #include <arpa/inet.h>
@@ -105,6 +106,36 @@ bool nginx_found(void)
     return access("/usr/sbin/nginx", X_OK) == 0;
 }
 
+/* ---- certificates ---- */
+
+/* One CA and leaf for the process, made at the first TLS test. */
+static struct pki pki;
+static char *ca_pem;
+
+static void pki_ready(void)
+{
+    if (ca_pem)
+        return;
+    ck_assert(pki_make(&pki));
+    ca_pem = pki_pem(pki.ca);
+    ck_assert_ptr_nonnull(ca_pem);
+}
+
+void nginx_start_tls(struct nginx *n, int port, const char *extra)
+{
+    pki_ready();
+    if (!n->pem[0]) {
+        char path[PATH_MAX];
+        ck_assert(pki_write(pki.good, pki.key, path));
+        ck_assert_int_lt(strlen(path), sizeof n->pem);
+        snprintf(n->pem, sizeof n->pem, "%s", path);
+    }
+    n->tls = true;
+    if (!n->status_port)
+        n->status_port = free_port();
+    nginx_start(n, port, extra);
+}
+
 void nginx_start(struct nginx *n, int port, const char *extra)
 {
     if (!n->dir[0]) {
@@ -120,7 +151,19 @@ void nginx_start(struct nginx *n, int port, const char *extra)
         }
     }
     n->port = port ? port : free_port();
-    char conf[4096], path[128];
+    char conf[4096], path[128], listen[512], status[256] = "";
+    if (n->tls) {
+        /* the TLS server, and stub_status in plain text beside it */
+        snprintf(listen, sizeof listen,
+                 "%d ssl;\n  ssl_certificate %s;\n  ssl_certificate_key %s",
+                 n->port, n->pem, n->pem);
+        snprintf(status, sizeof status,
+                 " server {\n  listen 127.0.0.1:%d;\n"
+                 "  location = /status { stub_status; }\n }\n",
+                 n->status_port);
+    } else {
+        snprintf(listen, sizeof listen, "%d", n->port);
+    }
     snprintf(conf, sizeof conf,
              "worker_processes 1;\ndaemon off;\npid %s/nginx.pid;\n"
              "error_log %s/error.log warn;\n"
@@ -129,11 +172,11 @@ void nginx_start(struct nginx *n, int port, const char *extra)
              " client_body_temp_path %s/body; proxy_temp_path %s/proxy;\n"
              " fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi;\n"
              " scgi_temp_path %s/scgi;\n keepalive_requests 1000000;\n %s\n"
-             " server {\n  listen 127.0.0.1:%d;\n  root %s;\n"
+             "%s server {\n  listen 127.0.0.1:%s;\n  root %s;\n"
              "  default_type application/octet-stream;\n"
              "  location = /status { stub_status; }\n }\n}\n",
              n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir,
-             extra ? extra : "", n->port, n->dir);
+             extra ? extra : "", status, listen, n->dir);
     snprintf(path, sizeof path, "%s/nginx.conf", n->dir);
     write_file(path, conf, strlen(conf));
     pid_t pid = fork();
@@ -173,6 +216,10 @@ void nginx_stop(struct nginx *n)
 void nginx_cleanup(struct nginx *n)
 {
     nginx_stop(n);
+    if (n->pem[0]) {
+        unlink(n->pem);
+        n->pem[0] = '\0';
+    }
     if (n->dir[0]) {
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf %s", n->dir);
@@ -381,7 +428,7 @@ bool client_request(int fd, const char *method, const char *path,
 
 long nginx_accepts(const struct nginx *n)
 {
-    int fd = client_connect(n->port);
+    int fd = client_connect(n->tls ? n->status_port : n->port);
     if (fd < 0)
         return -1;
     struct response r;
@@ -739,6 +786,38 @@ void proxy_start(const int *ports, int n, int size)
         0);
 }
 
+struct tide_tls_factory *tls_factory;
+
+void proxy_start_tls(int port, int size)
+{
+    pki_ready();
+    ck_assert_int_eq(
+        tide_group_new(base, &(struct tide_group_options){0}, &group), 0);
+    struct tide_tls_options t = {
+        .tcp = {.host = "127.0.0.1",
+                .port = port,
+                .connect_timeout = TIDE_SEC(2)},
+        .ca_pem = ca_pem,
+    };
+    ck_assert_int_eq(tide_tls_factory_new(base, &t, &tls_factory), 0);
+    struct tide_factory f;
+    tide_tls_factory_bind(tls_factory, &f);
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = size, .idle = size),
+        .queue_max = 100000,
+    };
+    char name[48];
+    snprintf(name, sizeof name, "tls://127.0.0.1:%d", port);
+    struct tide_group_upstream *u;
+    ck_assert_int_eq(tide_group_add(group, name, &f, &o, &u), 0);
+    ck_assert_int_eq(
+        px_new(base, group,
+               &(struct px_options){.acquire_timeout = TIDE_SEC(3),
+                                    .response_timeout = proxy_response_timeout},
+               &proxy),
+        0);
+}
+
 int proxy_port(void)
 {
     return px_port(proxy);
@@ -770,6 +849,8 @@ void proxy_stop(void)
     for (int i = 0; i < n_factories; i++)
         tide_tcp_factory_free(factories[i]);
     n_factories = 0;
+    tide_tls_factory_free(tls_factory);
+    tls_factory = NULL;
 }
 
 void harness_setup(void)

@@ -24,6 +24,12 @@ struct nginx {
     pid_t pid;
     int port;
     char dir[64];
+    /* TLS (nginx_start_tls): the port speaks only TLS, with a certificate
+     * for 127.0.0.1 by the harness's CA in `pem`; stub_status is served in
+     * plain text on status_port */
+    bool tls;
+    int status_port;
+    char pem[128];
 };
 
 /* Whether nginx is installed; the binary exits 77 (SKIP) without it. */
@@ -32,6 +38,9 @@ bool nginx_found(void);
  * `extra` inside the http block (keepalive_timeout...). Waits until it
  * accepts. Files: /f0 (0 B), /f1k (1 KiB), /f1m (1 MiB), /status. */
 void nginx_start(struct nginx *n, int port, const char *extra);
+/* The same, the port speaking TLS (nginx's ssl module; nginx-light has
+ * it) with a certificate made at run time. */
+void nginx_start_tls(struct nginx *n, int port, const char *extra);
 void nginx_stop(struct nginx *n);
 /* Stops it (if running) and removes its directory. */
 void nginx_cleanup(struct nginx *n);
@@ -62,6 +71,11 @@ void proxy_start(const int *ports, int n, int size);
 /* The proxy's response_timeout for the next proxy_start (0: its preset);
  * set back to 0 by harness_setup. */
 extern int64_t proxy_response_timeout;
+/* One TLS upstream, 127.0.0.1:port, trusting the harness's CA and
+ * checking the certificate's IP address, a pool of `size`. */
+void proxy_start_tls(int port, int size);
+/* The TLS factory of proxy_start_tls, for its stats; NULL otherwise. */
+extern struct tide_tls_factory *tls_factory;
 void proxy_stop(void);
 extern struct px *proxy;
 extern struct tide_group *group;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <tidepool/tls.h>
+
 #include "harness.h"
 #include "loop.h"
 
@@ -721,6 +723,43 @@ START_TEST(the_stats_page_lists_every_upstream)
 }
 END_TEST
 
+/* ---- a TLS upstream ---- */
+
+START_TEST(a_tls_upstream_serves_byte_exact_bodies_on_kept_connections)
+{
+    nginx_start_tls(&ng[0], 0, NULL);
+    proxy_start_tls(ng[0].port, 4);
+    long before = nginx_accepts(&ng[0]);
+    struct static_job one = {.port = proxy_port()};
+    run_client(get_files, &one, 20000);
+    ck_assert_msg(one.failures == 0, "%s", one.why);
+    /* twelve exchanges in a row on one kept TLS connection (and the status
+     * page's own, in plain text) */
+    ck_assert_int_eq(nginx_accepts(&ng[0]) - before, 2);
+    ck_assert_uint_eq(pstats().responses, 12);
+
+    /* four clients at once on a pool of four: a handshake per connection,
+     * each connection kept for the next exchange */
+    struct static_job jobs[4];
+    void *args[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (struct static_job){.port = proxy_port()};
+        args[i] = &jobs[i];
+    }
+    run_clients(get_files, args, 4, 30000);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(jobs[i].failures == 0, "%s", jobs[i].why);
+    ck_assert_uint_eq(pstats().responses, 60);
+    ck_assert_uint_eq(pstats().discarded, 0);
+    struct tide_net_stats st;
+    tide_tls_factory_stats(tls_factory, &st);
+    ck_assert_uint_le(st.made, 4);
+    ck_assert_uint_eq(st.failed, 0);
+    ck_assert_uint_eq(st.lost, 0);
+    ck_assert_int_le(nginx_accepts(&ng[0]) - before, 2 + 4);
+}
+END_TEST
+
 static Suite *proxy_suite(void)
 {
     Suite *s = suite_create("proxy");
@@ -749,6 +788,8 @@ static Suite *proxy_suite(void)
                    an_upstream_silent_past_the_response_timeout_answers_504);
     tcase_add_test(tc, ten_thousand_requests_through_two_pools_of_four);
     tcase_add_test(tc, the_stats_page_lists_every_upstream);
+    tcase_add_test(tc,
+                   a_tls_upstream_serves_byte_exact_bodies_on_kept_connections);
     suite_add_tcase(s, tc);
     return s;
 }
