@@ -11,7 +11,9 @@
 # `-c1` for DURATION (preset 10s). wrk, the proxies and the origin are all
 # pinned to one CPU (on this 2-core machine unpinned figures swing 2-4x
 # between runs), and the variants are interleaved: run 1 of each, then run
-# 2, ... (RUNS, preset 3). Each cell prints the median of the runs:
+# 2, ... (RUNS, preset 3), each tidepool cell beside its nginx one, which
+# goes first in odd runs and second in even ones. Each cell prints the
+# median of the runs:
 # requests/s, p50 and p99 latency, and new upstream connections per 1,000
 # requests after a warm-up of each variant (the steady state), from the origin's stub_status accepts (for the direct variant
 # these are wrk's own connections). The tidepool/nginx ratios are given
@@ -175,6 +177,10 @@ port_of() {
     esac
 }
 
+# what else the machine was doing: figures taken under another load are
+# lower all round, and their ratios less steady
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+
 # a warm-up of each (not counted), so the cells measure the steady state
 for c in 50 1; do
     for v in $VARIANTS; do
@@ -182,10 +188,19 @@ for c in 50 1; do
     done
 done
 
+# Each tidepool variant runs right beside the nginx one it is compared with,
+# nginx first in odd runs and second in even ones, so load that comes and
+# goes on the machine moves both cells of a pair alike and neither side
+# always runs first.
 run=1
 while [ $run -le "$RUNS" ]; do
+    if [ $((run % 2)) -eq 1 ]; then
+        order="direct nginx32 tide32 nginx128 tide128"
+    else
+        order="direct tide32 nginx32 tide128 nginx128"
+    fi
     for c in 50 1; do
-        for v in $VARIANTS; do
+        for v in $order; do
             cell "$v-c$c" "$(port_of "$v")" "$c"
         done
     done
@@ -193,6 +208,7 @@ while [ $run -le "$RUNS" ]; do
 done
 
 echo "proxy_bench: wrk -t1 -d$DURATION, $RUNS runs interleaved, median; $PINNED"
+echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 printf '%-10s %4s %10s %9s %9s %14s %8s\n' variant conn "req/s" "p50 ms" "p99 ms" "new/1k reqs" "non-2xx"
 for c in 50 1; do
     for v in $VARIANTS; do
@@ -210,7 +226,7 @@ for c in 50 1; do
         printf "c%s: tidepool/nginx at 32: %.2fx, at 128: %.2fx\n", c,
             t32 / n32, t128 / n128 }'
 done
-# The same ratios run by run: the two cells of a pair ran seconds apart, so
+# The same ratios run by run: the two cells of a pair ran one after the other, so
 # load from elsewhere on the machine moves both; the median of the paired
 # ratios is steadier than the ratio of the medians.
 paired() { # TIDE NGINX -> median of run-by-run tide/nginx
