@@ -89,7 +89,6 @@ static void send_one(struct tide_demo_load *l, struct tide_demo_req *r)
     int rc = l->ops->send(r, l->arg);
     if (rc != 0) {
         fprintf(stderr, "%s: %s\n", l->prog, l->ops->strerror(rc));
-        free(r);
         event_base_loopbreak(l->base);
     }
 }
@@ -112,12 +111,9 @@ void tide_demo_load_answered(struct tide_demo_req *r, bool good,
     }
     if (l->sent < l->warmup + l->count) {
         send_one(l, r);
-    } else {
-        free(r);
-        if (l->answered == l->warmup + l->count) {
-            l->end = t;
-            event_base_loopbreak(l->base);
-        }
+    } else if (l->answered == l->warmup + l->count) {
+        l->end = t;
+        event_base_loopbreak(l->base);
     }
 }
 
@@ -147,16 +143,18 @@ int tide_demo_load_run(struct tide_demo_load *l,
         return -1;
     struct timeval tv = {.tv_sec = seconds};
     evtimer_add(deadline, &tv);
+    /* the records stay l's: those still in flight when time runs out are
+     * never answered (a client freed drops its commands unanswered) */
+    l->reqs = calloc((size_t)conc, sizeof *l->reqs);
+    if (!l->reqs) {
+        event_free(deadline);
+        return -1;
+    }
     if (l->warmup == 0)
         l->start = now_ns();
     for (int i = 0; i < conc && l->sent < l->warmup + l->count; i++) {
-        struct tide_demo_req *r = calloc(1, sizeof *r);
-        if (!r) {
-            event_free(deadline);
-            return -1;
-        }
-        r->l = l;
-        send_one(l, r);
+        l->reqs[i].l = l;
+        send_one(l, &l->reqs[i]);
     }
     event_base_dispatch(l->base);
     event_free(deadline);
@@ -202,5 +200,6 @@ void tide_demo_load_dispose(struct tide_demo_load *l)
     if (l->base)
         event_base_free(l->base);
     free(l->lat);
+    free(l->reqs);
     memset(l, 0, sizeof *l);
 }

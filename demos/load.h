@@ -83,7 +83,8 @@ struct tide_demo_load {
     long errors;   /* measured requests without a good answer */
     int64_t *lat;  /* measured latencies, ns */
     long nlat;
-    int64_t start; /* when measuring began */
+    struct tide_demo_req *reqs; /* one a slot of the concurrency */
+    int64_t start;              /* when measuring began */
     int64_t end;
     uint64_t made_at_start;
     char first_error[256];
@@ -102,8 +103,8 @@ int tide_demo_load_run(struct tide_demo_load *l,
                        const struct tide_demo_load_ops *ops, void *arg,
                        int conc, int seconds);
 /* An answer to r, good or not; message and code say what went wrong for
- * the first error kept. Sends r again while requests remain to be sent,
- * frees it otherwise. Call from the request's callback. */
+ * the first error kept. Sends r again while requests remain to be sent.
+ * Call from the request's callback. */
 void tide_demo_load_answered(struct tide_demo_req *r, bool good,
                              const char *message, int code);
 
@@ -122,7 +123,8 @@ tide_demo_load_figures(const struct tide_demo_load *l, uint64_t made_now);
 /* Whether every one of count requests got a good answer; when not, the
  * first error on stderr. */
 bool tide_demo_load_ok(const struct tide_demo_load *l);
-/* Frees the event base (free what runs on it first) and the latencies. */
+/* Frees the event base (free what runs on it first), the latencies and
+ * the request records. */
 void tide_demo_load_dispose(struct tide_demo_load *l);
 
 #endif

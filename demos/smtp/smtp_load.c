@@ -111,21 +111,20 @@ int main(int argc, char **argv)
                                   argv) ||
         rcpts < 1 || rcpts > 100 || max < 1 || (starttls && !a.cacert))
         return usage();
-    size_t nrcpts = (size_t)rcpts; /* 1 to 100 */
     if (a.warmup < 0)
         a.warmup = per_message ? 0 : 2L * a.conc;
     signal(SIGPIPE, SIG_IGN);
 
     struct tide_demo_load run;
-    struct load l = {.nrcpts = nrcpts};
-    l.rcpts = calloc(nrcpts, sizeof *l.rcpts);
-    char(*addr)[32] = calloc(nrcpts, sizeof *addr);
+    struct load l = {.nrcpts = (size_t)rcpts};
+    l.rcpts = calloc((size_t)rcpts, sizeof *l.rcpts);
+    char(*addr)[40] = calloc((size_t)rcpts, sizeof *addr); /* any long fits */
     l.text = make_text(a.size, &l.text_len);
     if (!tide_demo_load_init(&run, "smtp_load", a.warmup, a.count) ||
         !l.rcpts || !addr || !l.text)
         return 1;
-    for (size_t i = 0; i < nrcpts; i++) {
-        snprintf(addr[i], sizeof addr[i], "rcpt%zu@tidepool.test", i);
+    for (long i = 0; i < rcpts; i++) {
+        snprintf(addr[i], sizeof addr[i], "rcpt%ld@tidepool.test", i);
         l.rcpts[i] = addr[i];
     }
 
