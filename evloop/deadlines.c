@@ -13,10 +13,17 @@
 
 #include "evloop_internal.h"
 
+/* Every waiter in q times out span after it started. */
+static int64_t deadline_of(const struct deadline_queue *q,
+                           const struct tide_acquire *w)
+{
+    return tide__after(w->start, q->span);
+}
+
 static void arm_for_head(struct deadline_queue *q, int64_t now)
 {
     struct timeval tv;
-    tide__timeval(q->head->deadline - now, &tv);
+    tide__timeval(deadline_of(q, q->head) - now, &tv);
     event_add(&q->timer, &tv);
     q->armed = true;
 }
@@ -63,7 +70,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     struct tide_evpool *p = q->pool;
     q->armed = false;
     tide__evpool_enter(p);
-    while (q->head && q->head->deadline <= p->now)
+    while (q->head && deadline_of(q, q->head) <= p->now)
         time_out(p, q->head);
     if (q->head)
         arm_for_head(q, p->now);
@@ -119,7 +126,6 @@ int tide__deadline_start(struct tide_evpool *p, struct tide_acquire *w,
                          int64_t span)
 {
     w->queue = -1;
-    w->deadline = tide__after(w->start, span);
     if (span == TIDE_FOREVER)
         return 0;
     int k = queue_for(p, span);
@@ -133,7 +139,7 @@ int tide__deadline_start(struct tide_evpool *p, struct tide_acquire *w,
         return 0;
     }
     struct deadline_queue *q = &p->deadlines[k];
-    w->queue = k;
+    w->queue = (int8_t)k;
     w->sooner = q->tail;
     w->later = NULL;
     if (q->tail)
@@ -149,13 +155,12 @@ int tide__deadline_start(struct tide_evpool *p, struct tide_acquire *w,
 
 void tide__deadline_stop(struct tide_acquire *w)
 {
-    if (w->timer) {
-        event_free(w->timer);
-        w->timer = NULL;
-    }
     if (w->queue >= 0) {
         unlink_from(&w->pool->deadlines[w->queue], w);
         w->queue = -1;
+    } else if (w->timer) {
+        event_free(w->timer);
+        w->timer = NULL;
     }
 }
 

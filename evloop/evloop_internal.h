@@ -85,22 +85,29 @@ struct tide_acquire {
     struct tide_evpool *pool;
     struct tide_acquire *prev; /* in the queue, or the ready list */
     struct tide_acquire *next;
-    /* its acquire timeout: a place in a deadline queue (deadlines.c), or
-     * a timer of its own when none could take it */
-    struct tide_acquire *sooner;
-    struct tide_acquire *later;
-    struct event *timer;
-    int64_t deadline; /* TIDE_FOREVER: none */
-    int queue;        /* its deadline queue, or -1 */
+    /* its acquire timeout: a place in a deadline queue (deadlines.c) when
+     * queue >= 0, else a timer of its own when none could take it, else
+     * none (timer NULL) */
+    union {
+        struct {
+            struct tide_acquire *sooner;
+            struct tide_acquire *later;
+        };
+        struct event *timer;
+    };
     tide_acquire_cb cb;
     void *arg;
     int64_t start;
-    enum waiter_state state;
-    /* the answer, once READY */
-    int status;
+    /* the answer, once READY; the tide_why the callback reads is made from
+     * it at delivery */
     void *resource;
-    struct tide_why why;
-    char *message; /* owned copy behind why.message, or NULL */
+    int64_t retry_after;
+    char *message; /* owned copy of the answer's message, or NULL */
+    int status;
+    int make_error;
+    int8_t queue;  /* its deadline queue, or -1 */
+    uint8_t state; /* enum waiter_state */
+    uint8_t guard; /* enum tide_guard */
 };
 
 struct waiter_list TIDE__LIST_OF(struct tide_acquire);
@@ -251,7 +258,8 @@ struct wake {
 /* The waiters with one acquire timeout, oldest first: they were queued in
  * that order, so they time out in it, and one timer at the head's deadline
  * serves them all (deadlines.c). */
-#define DEADLINE_QUEUES 8
+#define DEADLINE_QUEUES                                                        \
+    8 /* at most 127: a waiter keeps its queue's number in an int8_t */
 
 struct deadline_queue {
     struct event timer;

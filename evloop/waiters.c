@@ -27,15 +27,20 @@ static struct tide_acquire *waiter_new(struct tide_evpool *p)
     return w;
 }
 
+/* An answer replaced by another says the new one's own sentence. */
+static void forget_message(struct tide_acquire *w)
+{
+    free(w->message);
+    w->message = NULL;
+}
+
 /* Back to clean, then kept as a spare or freed. */
 static void waiter_free(struct tide_acquire *w)
 {
     if (w->queue >= 0 || w->timer)
         tide__deadline_stop(w);
-    if (w->message) {
-        free(w->message);
-        w->message = NULL;
-    }
+    if (w->message)
+        forget_message(w);
     struct tide_evpool *p = w->pool;
     if (p->spares < SPARES_KEPT ||
         (SPARES_KEPT > 0 && p->evict.armed && p->spares < p->spares_burst)) {
@@ -56,19 +61,15 @@ static void ready(struct tide_evpool *p, struct tide_acquire *w, int status,
     w->state = WAITER_READY;
     w->status = status;
     w->resource = resource;
-    w->why.guard = guard;
-    w->why.retry_after = retry_after;
-    w->why.make_error = p->make_error;
+    w->guard = (uint8_t)guard;
+    w->retry_after = retry_after;
+    w->make_error = p->make_error;
     if (message && !w->message) {
         size_t n = strlen(message) + 1;
         w->message = malloc(n);
         if (w->message)
             memcpy(w->message, message, n);
     }
-    if (w->message)
-        w->why.message = w->message;
-    else /* every loan says the same: no look-up for it */
-        w->why.message = status == 0 ? p->lent_text : tide_strerror(status);
     TIDE__LIST_APPEND(&p->ready, w);
     tide__serve_schedule(p);
 }
@@ -98,8 +99,18 @@ void tide__waiters_deliver(struct tide_evpool *p)
         else if (w->status == 0)
             tide__wait_ended(&p->waits, &p->recent, p->now, p->now - w->start);
         p->delivering++;
-        if (w->cb)
-            w->cb(p, w->status, w->resource, &w->why, w->arg);
+        if (w->cb) {
+            struct tide_why why = {
+                .guard = (enum tide_guard)w->guard,
+                .retry_after = w->retry_after,
+                .make_error = w->make_error,
+                /* every loan says the same: no look-up for it */
+                .message = w->message       ? w->message
+                           : w->status == 0 ? p->lent_text
+                                            : tide_strerror(w->status),
+            };
+            w->cb(p, w->status, w->resource, &why, w->arg);
+        }
         p->delivering--;
         waiter_free(w);
     }
@@ -120,7 +131,7 @@ static bool answer_at_once(struct tide_evpool *p, struct tide_acquire *w)
     void *resource;
     if (tide__lend_now(p, w->start, &resource) != 0)
         return false;
-    w->deadline = TIDE_FOREVER; /* and no queue: a clean record has none */
+    /* no timeout: a clean record has none */
     ready(p, w, 0, resource, TIDE_GUARD_NONE, 0, NULL);
     return true;
 }
@@ -199,7 +210,7 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
     if (notify) {
         w->status = TIDE_ECANCELLED;
         w->resource = NULL;
-        w->why.message = tide_strerror(TIDE_ECANCELLED);
+        forget_message(w);
         TIDE__LIST_APPEND(&p->ready, w);
         tide__serve_schedule(p);
         return;
@@ -221,8 +232,8 @@ void tide__waiters_fail_all(struct tide_evpool *p, int status)
             tide__loan_undo(p, tide__conn_find(p, w->resource));
         w->status = status;
         w->resource = NULL;
-        w->why.guard = guard;
-        w->why.message = tide_strerror(status);
+        w->guard = (uint8_t)guard;
+        forget_message(w);
     }
     while (p->queued.head)
         tide__waiter_answer(p, p->queued.head, status, NULL, guard, 0, NULL);
