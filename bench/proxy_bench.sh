@@ -238,3 +238,10 @@ for c in 50 1; do
         "$DIR/nginx32-c$c")x, at 128: $(paired "$DIR/tide128-c$c" \
         "$DIR/nginx128-c$c")x"
 done
+# every run's req/s, to see how far the runs spread
+for c in 50 1; do
+    for v in $VARIANTS; do
+        printf 'c%s %-9s runs: %s\n' "$c" "$v" \
+            "$(awk '{ printf "%s ", $1 }' "$DIR/$v-c$c")"
+    done
+done
