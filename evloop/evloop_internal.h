@@ -258,8 +258,9 @@ struct wake {
 /* The waiters with one acquire timeout, oldest first: they were queued in
  * that order, so they time out in it, and one timer at the head's deadline
  * serves them all (deadlines.c). */
-#define DEADLINE_QUEUES                                                        \
-    8 /* at most 127: a waiter keeps its queue's number in an int8_t */
+#define DEADLINE_QUEUES 8
+_Static_assert(DEADLINE_QUEUES <= INT8_MAX,
+               "a waiter keeps its deadline queue's number in an int8_t");
 
 struct deadline_queue {
     struct event timer;

@@ -95,7 +95,7 @@ void tide__waiters_deliver(struct tide_evpool *p)
         TIDE__LIST_UNLINK(&p->ready, w);
         w->state = WAITER_DELIVERING;
         if (w->status == 0 && p->now == w->start)
-            p->zero_waits++;
+            p->zero_waits++; /* counted all at once: see zero_waits */
         else if (w->status == 0)
             tide__wait_ended(&p->waits, &p->recent, p->now, p->now - w->start);
         p->delivering++;
