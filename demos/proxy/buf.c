@@ -27,20 +27,6 @@ void px_buf_reserve(struct px_buf *b, size_t n)
     b->cap = cap;
 }
 
-void px_buf_add(struct px_buf *b, const void *data, size_t n)
-{
-    if (n == 0)
-        return;
-    px_buf_reserve(b, n);
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-}
-
-void px_buf_adds(struct px_buf *b, const char *s)
-{
-    px_buf_add(b, s, strlen(s));
-}
-
 void px_buf_printf(struct px_buf *b, const char *fmt, ...)
 {
     char line[256]; /* most fit: formatted once */

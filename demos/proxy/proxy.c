@@ -178,6 +178,16 @@ static bool hop_by_hop(const char *connection, const char *name)
     return connection && list_has(connection, name);
 }
 
+/* The message's Connection header as hop_by_hop wants it: NULL when it
+ * names nothing beyond the fixed list, as "keep-alive" (what nginx sends
+ * on every response), so no header name is checked against it. */
+static const char *connection_names(const struct headers *hs)
+{
+    const char *connection = headers_get(hs, "connection");
+    return connection && strcasecmp(connection, "keep-alive") == 0 ? NULL
+                                                                   : connection;
+}
+
 /* Appends "name: value\r\n". */
 static void add_header(struct px_buf *b, const char *name, const char *value)
 {
@@ -507,7 +517,7 @@ static void build_request(struct client *c)
     px_buf_add(r, " ", 1);
     px_buf_adds(r, url ? url : "/");
     px_buf_add(r, " HTTP/1.1\r\n", 11);
-    const char *connection = headers_get(hs, "connection");
+    const char *connection = connection_names(hs);
     const char *xff = NULL;
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = header_name(hs, i);
@@ -647,7 +657,7 @@ static int rs_headers_done(http_parser *p)
     px_buf_add(out, " ", 1);
     px_buf_adds(out, text_at(hs, c->reason));
     px_buf_add(out, "\r\n", 2);
-    const char *connection = headers_get(hs, "connection");
+    const char *connection = connection_names(hs);
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = header_name(hs, i);
         if (!hop_by_hop(connection, name))
