@@ -195,10 +195,28 @@ bool tide_demo_load_ok(const struct tide_demo_load *l)
     return l->errors == 0 && l->nlat == l->count;
 }
 
+/* Runs what the teardown left queued on the base: a freed bufferevent is
+ * closed by a finalizer from the loop, and one whose deferred callback was
+ * still queued (a reply read when time ran out) holds a reference until
+ * that callback has run. event_base_free drops queued callbacks without
+ * running them, so without these passes such a bufferevent, its buffers
+ * and its socket would never be freed. Bounded: each pass only runs what
+ * is already queued, and a finalizer queues nothing further. */
+static void run_queued(struct event_base *base)
+{
+    for (int pass = 0; pass < 16; pass++) {
+        if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) == 0)
+            return;
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    }
+}
+
 void tide_demo_load_dispose(struct tide_demo_load *l)
 {
-    if (l->base)
+    if (l->base) {
+        run_queued(l->base);
         event_base_free(l->base);
+    }
     free(l->lat);
     free(l->reqs);
     memset(l, 0, sizeof *l);
