@@ -123,8 +123,11 @@ tide_demo_load_figures(const struct tide_demo_load *l, uint64_t made_now);
 /* Whether every one of count requests got a good answer; when not, the
  * first error on stderr. */
 bool tide_demo_load_ok(const struct tide_demo_load *l);
-/* Frees the event base (free what runs on it first), the latencies and
- * the request records. */
+/* Frees the event base (free what runs on it first: the client or sender),
+ * the latencies and the request records. What those frees left queued on
+ * the base runs first (freed bufferevents are closed by finalizers from
+ * the loop, and event_base_free would drop them), as <tidepool/tls.h>
+ * asks of a teardown. */
 void tide_demo_load_dispose(struct tide_demo_load *l);
 
 #endif
