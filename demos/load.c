@@ -197,11 +197,12 @@ bool tide_demo_load_ok(const struct tide_demo_load *l)
 
 /* Runs what the teardown left queued on the base: a freed bufferevent is
  * closed by a finalizer from the loop, and one whose deferred callback was
- * still queued (a reply read when time ran out) holds a reference until
- * that callback has run. event_base_free drops queued callbacks without
- * running them, so without these passes such a bufferevent, its buffers
- * and its socket would never be freed. Bounded: each pass only runs what
- * is already queued, and a finalizer queues nothing further. */
+ * still queued (a reply read, a write done, when time ran out) holds a
+ * reference until that callback has run. event_base_free runs finalizers
+ * but drops deferred callbacks without running them, so without these
+ * passes such a bufferevent would never reach its finalizer: it, its
+ * buffers and its socket would never be freed. Bounded: each pass runs
+ * what is queued, and what it queues (the finalizers) ends there. */
 static void run_queued(struct event_base *base)
 {
     for (int pass = 0; pass < 16; pass++) {

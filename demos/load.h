@@ -125,9 +125,10 @@ tide_demo_load_figures(const struct tide_demo_load *l, uint64_t made_now);
 bool tide_demo_load_ok(const struct tide_demo_load *l);
 /* Frees the event base (free what runs on it first: the client or sender),
  * the latencies and the request records. What those frees left queued on
- * the base runs first (freed bufferevents are closed by finalizers from
- * the loop, and event_base_free would drop them), as <tidepool/tls.h>
- * asks of a teardown. */
+ * the base runs first, as <tidepool/tls.h> asks of a teardown: a freed
+ * bufferevent whose deferred callback is still queued is held by it, and
+ * event_base_free drops such callbacks without running them, so the
+ * bufferevent, its buffers and its socket would never be freed. */
 void tide_demo_load_dispose(struct tide_demo_load *l);
 
 #endif
