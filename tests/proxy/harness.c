@@ -136,17 +136,28 @@ void nginx_start_tls(struct nginx *n, int port, const char *extra)
     nginx_start(n, port, extra);
 }
 
+/* nginx is up once its port takes a connection. */
+static bool nginx_listening(void *arg)
+{
+    const struct nginx *n = arg;
+    int fd = client_connect(n->port);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
 void nginx_start(struct nginx *n, int port, const char *extra)
 {
-    if (!n->dir[0]) {
-        snprintf(n->dir, sizeof n->dir, "/tmp/tide-nginx-XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(n->dir));
+    const char *dir = n->child.dir;
+    if (!dir[0]) {
+        ck_assert(tide_test_child_mkdir(&n->child, "nginx"));
         /* nginx's worker runs as another user: it must read the files */
-        chmod(n->dir, 0755);
+        chmod(dir, 0755);
         char p[128];
         const char *names[3] = {"f0", "f1k", "f1m"};
         for (int i = 0; i < 3; i++) {
-            snprintf(p, sizeof p, "%s/%s", n->dir, names[i]);
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
             write_file(p, files[i], file_sizes[i]);
         }
     }
@@ -175,58 +186,31 @@ void nginx_start(struct nginx *n, int port, const char *extra)
              "%s server {\n  listen 127.0.0.1:%s;\n  root %s;\n"
              "  default_type application/octet-stream;\n"
              "  location = /status { stub_status; }\n }\n}\n",
-             n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir,
-             extra ? extra : "", status, listen, n->dir);
-    snprintf(path, sizeof path, "%s/nginx.conf", n->dir);
+             dir, dir, dir, dir, dir, dir, dir, extra ? extra : "", status,
+             listen, dir);
+    snprintf(path, sizeof path, "%s/nginx.conf", dir);
     write_file(path, conf, strlen(conf));
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        char elog[128];
-        snprintf(elog, sizeof elog, "%s/error.log", n->dir);
-        int devnull = open("/dev/null", O_WRONLY);
-        dup2(devnull, 1);
-        dup2(devnull, 2);
-        execl("/usr/sbin/nginx", "nginx", "-p", n->dir, "-e", elog, "-c", path,
-              (char *)NULL);
-        _exit(127);
-    }
-    n->pid = pid;
-    for (int i = 0; i < 300; i++) {
-        int fd = client_connect(n->port);
-        if (fd >= 0) {
-            close(fd);
-            return;
-        }
-        usleep(10000);
-    }
-    ck_abort_msg("nginx did not start on %d", n->port);
+    char elog[128];
+    snprintf(elog, sizeof elog, "%s/error.log", dir);
+    const char *argv[] = {
+        "/usr/sbin/nginx", "-p", dir, "-e", elog, "-c", path, NULL};
+    ck_assert(tide_test_child_spawn(&n->child, argv));
+    ck_assert_msg(tide_test_child_wait(&n->child, nginx_listening, n, 3000),
+                  "nginx did not start on %d (see %s)", n->port, elog);
 }
 
 void nginx_stop(struct nginx *n)
 {
-    if (n->pid > 0) {
-        kill(n->pid, SIGTERM);
-        int st;
-        waitpid(n->pid, &st, 0);
-        n->pid = 0;
-    }
+    tide_test_child_stop(&n->child, SIGTERM, 5000);
 }
 
 void nginx_cleanup(struct nginx *n)
 {
-    nginx_stop(n);
     if (n->pem[0]) {
         unlink(n->pem);
         n->pem[0] = '\0';
     }
-    if (n->dir[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", n->dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", n->dir);
-        n->dir[0] = '\0';
-    }
+    tide_test_child_dispose(&n->child); /* stopped, and its files gone */
 }
 
 /* ---- the client's response parser ---- */

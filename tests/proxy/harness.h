@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "child.h"
 #include "proxy.h"
 #include "runner.h"
 
@@ -21,9 +22,8 @@ extern struct event_base *base;
 /* ---- nginx ---- */
 
 struct nginx {
-    pid_t pid;
+    struct tide_test_child child; /* its process and its directory */
     int port;
-    char dir[64];
     /* TLS (nginx_start_tls): the port speaks only TLS, with a certificate
      * for 127.0.0.1 by the harness's CA in `pem`; stub_status is served in
      * plain text on status_port */

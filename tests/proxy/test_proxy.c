@@ -469,6 +469,10 @@ START_TEST(one_of_two_upstreams_killed_mid_load_moves_traffic_to_the_other)
     }
     run_clients(load, fargs, 4, 20000);
     nginx_stop(&ng[0]);
+    int gone = client_connect(ng[0].port); /* the fault is real: it is down */
+    if (gone >= 0)
+        close(gone);
+    ck_assert_msg(gone < 0, "upstream 0 still takes connections");
     run_clients(load, args, 4, 30000);
     int bad = 0;
     for (int i = 0; i < 4; i++)
