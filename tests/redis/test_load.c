@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "fixture.h"
 #include "load.h"
 #include "loop.h"
@@ -98,29 +99,9 @@ static void run_child(bool tls, int conc)
     snprintf(n, sizeof n, "%d", conc);
     char *const argv[] = {
         "test_load", CHILD_MODE, port, tls ? rx->server.ca_path : "-", n, NULL};
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    int status = 0;
-    pid_t got = 0;
-    for (int64_t t0 = now_ms(); got == 0 && now_ms() - t0 < 30000;) {
-        got = waitpid(pid, &status, WNOHANG);
-        if (got == 0)
-            tide_test_sleep_ms(10);
-    }
-    if (got == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        ck_abort_msg("the run did not end within 30 s");
-    }
-    ck_assert_msg(WIFEXITED(status), "the run ended by signal %d",
-                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    ck_assert_msg(WEXITSTATUS(status) == 0, "the run exited %d",
-                  WEXITSTATUS(status));
+    char why[64];
+    ck_assert_msg(tide_test_child_run_self(argv, 30000, why, sizeof why),
+                  "the run %s", why);
 }
 
 START_TEST(out_of_time_leaves_nothing_tcp)

@@ -9,6 +9,7 @@
 #define TIDEPOOL_TEST_CHILD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct tide_test_child {
@@ -46,6 +47,13 @@ bool tide_test_child_restart(struct tide_test_child *c, bool (*spawn)(void *),
 /* Stops the child when running (as restart does) and removes its
  * directory with everything in it. */
 void tide_test_child_dispose(struct tide_test_child *c);
+/* Runs this test program again (/proc/self/exe) as argv, in a process of
+ * its own, for a check that needs a fresh one (a descriptor count from
+ * nothing, libevent's debug mode off, ASan's leak check at exit). Waits at
+ * most ms (then SIGKILL). True when it exited 0; else false, with what
+ * happened ("did not end within 30000 ms", "ended by signal 6", "exited
+ * 4") in why. */
+bool tide_test_child_run_self(char *const *argv, int ms, char *why, size_t len);
 /* Runs argv to its end (SIGKILL after ms), output to /dev/null: whether a
  * tool is there and works (exit status 0). */
 bool tide_test_child_succeeds(const char *const *argv, int ms);
