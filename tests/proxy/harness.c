@@ -737,6 +737,17 @@ void origin_stop(void)
 
 int64_t proxy_response_timeout;
 
+/* The proxy on the group made, with the tests' timeouts. */
+static void open_proxy(void)
+{
+    ck_assert_int_eq(
+        px_new(base, group,
+               &(struct px_options){.acquire_timeout = TIDE_SEC(3),
+                                    .response_timeout = proxy_response_timeout},
+               &proxy),
+        0);
+}
+
 void proxy_start(const int *ports, int n, int size)
 {
     ck_assert_int_le(n, MAX_UPS);
@@ -762,12 +773,7 @@ void proxy_start(const int *ports, int n, int size)
         struct tide_group_upstream *u;
         ck_assert_int_eq(tide_group_add(group, name, &f, &o, &u), 0);
     }
-    ck_assert_int_eq(
-        px_new(base, group,
-               &(struct px_options){.acquire_timeout = TIDE_SEC(3),
-                                    .response_timeout = proxy_response_timeout},
-               &proxy),
-        0);
+    open_proxy();
 }
 
 struct tide_tls_factory *tls_factory;
@@ -794,12 +800,7 @@ void proxy_start_tls(int port, int size)
     snprintf(name, sizeof name, "tls://127.0.0.1:%d", port);
     struct tide_group_upstream *u;
     ck_assert_int_eq(tide_group_add(group, name, &f, &o, &u), 0);
-    ck_assert_int_eq(
-        px_new(base, group,
-               &(struct px_options){.acquire_timeout = TIDE_SEC(3),
-                                    .response_timeout = proxy_response_timeout},
-               &proxy),
-        0);
+    open_proxy();
 }
 
 int proxy_port(void)

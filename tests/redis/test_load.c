@@ -15,9 +15,11 @@
 #include "child.h"
 #include "fixture.h"
 #include "load.h"
+#include "load_child.h"
 #include "loop.h"
 
 struct run {
+    struct tide_redis_options options;
     struct tide_redis_client *client;
 };
 
@@ -50,42 +52,33 @@ static const struct tide_demo_load_ops ops = {
     .made = made,
 };
 
+static bool open_client(struct event_base *base, void *arg)
+{
+    struct run *run = arg;
+    return tide_redis_client_new(base, &run->options, &run->client) == 0;
+}
+
+static void close_client(void *arg)
+{
+    struct run *run = arg;
+    tide_redis_client_free(run->client);
+}
+
 /* The child, a fresh process of this binary (no libevent debug mode,
  * whose table of events would keep whatever is left reachable and so
- * hidden from the leak check): the run (more commands than a second
- * allows), the client freed with its last commands in flight, the run
- * disposed of. Exit 0 when it ran out of time and no descriptor is left;
- * 2, 3, 4 otherwise. ca_file: "-" for plain TCP. */
+ * hidden from the leak check): the client freed with its last commands in
+ * flight. ca_file: "-" for plain TCP. */
 static int out_of_time(int port, const char *ca_file, int conc)
 {
-    signal(SIGPIPE, SIG_IGN);
-    int fds = tide_test_open_fds();
-    struct tide_demo_load l;
-    if (!tide_demo_load_init(&l, "test_load", 10, 100000000))
-        return 2;
     struct tide_tls_options t = {.ca_file = ca_file};
-    struct tide_redis_options o = {
-        .tcp = {.host = "127.0.0.1", .port = port},
-        .tls = strcmp(ca_file, "-") != 0 ? &t : NULL,
-        .pool = {.limits = TIDE_LIMITS(.size = conc), .seed = 1},
-    };
-    struct run run = {0};
-    if (tide_redis_client_new(l.base, &o, &run.client) != 0)
-        return 2;
-    if (tide_demo_load_run(&l, &ops, &run, conc, 1) != 0)
-        return 2;
-    bool ran_out = l.answered > l.warmup && l.answered < l.warmup + l.count;
-    tide_redis_client_free(run.client);
-    tide_demo_load_dispose(&l);
-    if (!ran_out)
-        return 3;
-    int left = tide_test_open_fds();
-    if (left != fds) {
-        fprintf(stderr, "%d descriptors open after the run, %d before\n", left,
-                fds);
-        return 4;
-    }
-    return 0;
+    struct run run = {
+        .options = {
+            .tcp = {.host = "127.0.0.1", .port = port},
+            .tls = strcmp(ca_file, "-") != 0 ? &t : NULL,
+            .pool = {.limits = TIDE_LIMITS(.size = conc), .seed = 1},
+        }};
+    return tide_test_load_out_of_time(&ops, &run, conc, open_client,
+                                      close_client);
 }
 
 #define CHILD_MODE "--out-of-time"
