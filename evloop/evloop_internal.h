@@ -201,7 +201,6 @@ struct recent_waits {
 void tide__waits_add(struct waits *w, int64_t ns);
 /* The smallest bucket bound below which a share q of the waits fall. */
 int64_t tide__waits_quantile(const struct waits *w, double q);
-void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns);
 /* A wait of ns that ended at now, added to both: the whole distribution and
  * the recent one (what every answered acquire does; the bucket is found
  * once for the two). */

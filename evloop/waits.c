@@ -94,11 +94,6 @@ static struct waits *slice_of(struct recent_waits *r, int64_t now)
     return slice_at(r, now);
 }
 
-void tide__recent_add(struct recent_waits *r, int64_t now, int64_t ns)
-{
-    tide__waits_add(slice_of(r, now), ns);
-}
-
 void tide__waits_zero(struct waits *all, struct recent_waits *r, int64_t now,
                       uint64_t n)
 {

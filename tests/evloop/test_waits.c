@@ -67,25 +67,29 @@ START_TEST(recent_waits_forget_after_a_minute)
 {
     static struct recent_waits r; /* 16 KiB: off the stack */
     static struct waits m;
+    static struct waits all; /* the lifetime figures beside */
     memset(&r, 0, sizeof r);
+    memset(&all, 0, sizeof all);
     int64_t t0 = TIDE_SEC(1000);
     tide__recent_merge(&r, t0, &m);
     ck_assert_uint_eq(m.count, 0);
-    tide__recent_add(&r, t0, TIDE_MS(500)); /* a spike */
+    tide__wait_ended(&all, &r, t0, TIDE_MS(500)); /* a spike */
     for (int k = 0; k < 99; k++)
-        tide__recent_add(&r, t0 + TIDE_SEC(1), TIDE_US(10));
+        tide__wait_ended(&all, &r, t0 + TIDE_SEC(1), TIDE_US(10));
     tide__recent_merge(&r, t0 + TIDE_SEC(30), &m);
     ck_assert_uint_eq(m.count, 100);
     ck_assert_int_eq(m.max, TIDE_MS(500));
     ck_assert_int_ge(tide__waits_quantile(&m, 0.995), TIDE_MS(400));
     /* a minute and a slice later the spike is gone */
-    tide__recent_add(&r, t0 + TIDE_SEC(76), TIDE_US(20));
+    tide__wait_ended(&all, &r, t0 + TIDE_SEC(76), TIDE_US(20));
     tide__recent_merge(&r, t0 + TIDE_SEC(76), &m);
     ck_assert_uint_eq(m.count, 1);
     ck_assert_int_eq(m.max, TIDE_US(20));
     /* and with nothing added, merging later still drops the old slices */
     tide__recent_merge(&r, t0 + TIDE_SEC(200), &m);
     ck_assert_uint_eq(m.count, 0);
+    ck_assert_uint_eq(all.count, 101); /* the lifetime ones keep them all */
+    ck_assert_int_eq(all.max, TIDE_MS(500));
 }
 END_TEST
 
