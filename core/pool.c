@@ -808,8 +808,8 @@ static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
 }
 
 /* give, once the slot and its map cell are known: every case. */
-TIDE__NOINLINE static int give_slot(struct tide_pool *p, uint32_t i,
-                                    uint32_t at, int64_t now)
+TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
+                                     uint32_t at, int64_t now)
 {
     struct slot *s = &p->slots[i];
     if (!out(s))
@@ -828,12 +828,12 @@ TIDE__NOINLINE static int give_unknown(struct tide_pool *p, void *item,
                                        int64_t now, uint32_t at)
 {
     uint32_t i = adopt(p, item, now, at);
-    return i == NIL ? TIDE_EUNKNOWN : give_slot(p, i, at, now);
+    return i == NIL ? TIDE_EUNKNOWN : give_found(p, i, at, now);
 }
 
-/* The common give, the one give_slot would make of a lent resource whose
+/* The common give, the one give_found would make of a lent resource whose
  * ticket settles with nothing to change, here with no call in its way (a
- * call would make it save registers); the rest goes to give_slot. */
+ * call would make it save registers); the rest goes to give_found. */
 int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
 {
     if (!p || !item)
@@ -846,9 +846,35 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
     if (s->link != LENT || now <= p->shedder.steady_after)
-        return give_slot(p, i, at, now);
+        return give_found(p, i, at, now);
     p->busy_count--; /* end_loan, with no ticket to settle */
     return idle_or_leave(p, i, at, now);
+}
+
+uint32_t tide_pool_slot(const struct tide_pool *p, const void *item)
+{
+    if (!p || !item || !p->map.cells)
+        return TIDE_NO_SLOT;
+    uint32_t i = p->map.cells[seek(p, item)];
+    return i == TIDE__ITEMMAP_NONE ? TIDE_NO_SLOT : i;
+}
+
+/* tide_pool_give without the lookup for the common give: a lent resource
+ * kept idle with no ticket to settle. A slot that does not hold item (a
+ * caller's stale note) and every other case go the way of give, whose
+ * answers it keeps. A free slot holds no item, and an item is in one slot
+ * at most, so a slot holding it is its own. */
+int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
+                      int64_t now)
+{
+    if (!p || !item || slot >= p->capacity || p->slots[slot].item != item ||
+        p->slots[slot].link != LENT || now <= p->shedder.steady_after ||
+        !keeps(p))
+        return tide_pool_give(p, item, now);
+    p->busy_count--; /* end_loan, with no ticket to settle */
+    if (idle_full(p))
+        return give_compacting(p, slot, now);
+    return give_idle(p, slot, now);
 }
 
 int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)

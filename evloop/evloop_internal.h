@@ -48,6 +48,7 @@ struct conn {
     int64_t made_at;
     uint32_t loans;
     uint32_t next_free;
+    uint32_t slot; /* the core's slot for its key: gives skip its lookup */
     uint8_t state;
     bool leak_reported;
     /* Made, and its make's outcome still open: settled when its first

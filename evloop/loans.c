@@ -77,7 +77,7 @@ void tide__conn_destroy(struct tide_evpool *p, uint32_t i)
 static TIDE__INLINE void give(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
-    if (tide_pool_give(p->core, tide__conn_key(i), p->now) == 1) {
+    if (tide_pool_give_at(p->core, c->slot, tide__conn_key(i), p->now) == 1) {
         c->state = CONN_IDLE;
         if (p->factory.watch)
             p->factory.watch(p, c->resource, true, p->factory.arg);

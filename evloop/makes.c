@@ -179,6 +179,7 @@ void tide_evpool_made(struct tide_make *t, void *resource)
         p->makes_for_waiters--;
     /* a reservation is open; the make's outcome waits for the first loan */
     (void)tide_pool_made_untried(p->core, tide__conn_key(i), p->now);
+    p->conns[i].slot = tide_pool_slot(p->core, tide__conn_key(i));
     p->conns[i].untried = true;
     p->conns[i].made_at = p->now;
     p->counters.made++;

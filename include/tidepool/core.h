@@ -486,6 +486,17 @@ TIDE_API void tide_pool_report(struct tide_pool *p, int64_t now, bool ok);
  * close it) or TIDE_EUNKNOWN (not ours, no reservation: the caller still owns
  * it); counts stay correct. */
 TIDE_API int tide_pool_give(struct tide_pool *p, void *item, int64_t now);
+/* The slot the pool files item under, or TIDE_NO_SLOT (not on the books).
+ * A runtime keeping its own record of each resource can note it there and
+ * give with it, sparing the pool its lookup. It stays the item's from made
+ * (or made_untried, or adoption) until the item leaves the books: a give not
+ * kept, drop, evict, close, or a take answering STALE. */
+#define TIDE_NO_SLOT UINT32_MAX
+TIDE_API uint32_t tide_pool_slot(const struct tide_pool *p, const void *item);
+/* tide_pool_give with the slot from tide_pool_slot: the same answers. A slot
+ * that no longer holds item is no error: the pool then looks item up. */
+TIDE_API int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
+                               int64_t now);
 /* Takes a broken resource off the books: lent, or idle and found dead (peer
  * closed). The caller closes it. An unknown pointer fills an open
  * reservation, then is dropped. 0, or TIDE_EUNKNOWN. */

@@ -243,11 +243,40 @@ static bool returning(struct drive *d, int id, int *expect)
     return true;
 }
 
-static void op_give(struct drive *d, int id)
+/* How a give names its resource: every way answers alike. */
+enum give_by {
+    GIVE_BY_ITEM,       /* tide_pool_give */
+    GIVE_BY_SLOT,       /* tide_pool_give_at with the item's own slot */
+    GIVE_BY_WRONG_SLOT, /* tide_pool_give_at with a slot not its own */
+};
+
+/* The item's slot, checked against where the model has it: on the books
+ * (idle, lent, held) it has one, else none. */
+static uint32_t slot_checked(struct drive *d, int id)
+{
+    uint32_t slot = tide_pool_slot(d->pool, item_of(d, id));
+    enum place at = d->place[id];
+    DRIVE_CHECK((slot != TIDE_NO_SLOT) ==
+                (at == PLACE_IDLE || at == PLACE_LENT || at == PLACE_HELD));
+    return slot;
+}
+
+static int give_by(struct drive *d, int id, enum give_by by, uint32_t arg)
+{
+    void *item = item_of(d, id);
+    if (by == GIVE_BY_ITEM)
+        return tide_pool_give(d->pool, item, d->now);
+    uint32_t slot = slot_checked(d, id);
+    if (by == GIVE_BY_WRONG_SLOT)
+        slot = arg % 2 ? TIDE_NO_SLOT : slot + 1 + arg % 4;
+    return tide_pool_give_at(d->pool, slot, item, d->now);
+}
+
+static void op_give(struct drive *d, int id, uint32_t arg)
 {
     if (id < 0)
         return;
-    int rc = tide_pool_give(d->pool, item_of(d, id), d->now);
+    int rc = give_by(d, id, (enum give_by)((arg >> 8) % 3), arg >> 10);
     int expect = 0;
     bool idle_before = d->place[id] == PLACE_IDLE;
     if (!returning(d, id, &expect)) {
@@ -401,12 +430,15 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
     case 8:
     case 9:
     case 10:
-        op_give(d, pick_in_place(d, arg % 4 ? PLACE_LENT : PLACE_HELD, arg));
+        op_give(d, pick_in_place(d, arg % 4 ? PLACE_LENT : PLACE_HELD, arg),
+                arg);
         break;
     case 11: /* misuse or a skipped made(): idle, gone or never seen */
-        op_give(d, arg % 3 == 0   ? pick_in_place(d, PLACE_IDLE, arg)
-                   : arg % 3 == 1 ? pick_in_place(d, PLACE_GONE, arg)
-                                  : fresh_id(d));
+        op_give(d,
+                arg % 3 == 0   ? pick_in_place(d, PLACE_IDLE, arg)
+                : arg % 3 == 1 ? pick_in_place(d, PLACE_GONE, arg)
+                               : fresh_id(d),
+                arg);
         break;
     case 12:
         op_drop(d, pick_in_place(d, arg % 4 ? PLACE_LENT : PLACE_HELD, arg));
@@ -443,7 +475,7 @@ void drive_finish(struct drive *d)
         op_close(d, 7);
     for (int id = 0; id < d->n_items; id++)
         if (d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD)
-            op_give(d, id);
+            op_give(d, id, (uint32_t)id << 8);
     while (d->n_reserved > 0)
         op_unmade(d, 0.5);
     check_invariants(d, true);

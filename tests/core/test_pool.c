@@ -352,6 +352,8 @@ START_TEST(unknown_give_without_reservation_is_reported)
     ck_assert_int_eq(tide_pool_give(p, &res[0], 0), TIDE_EUNKNOWN);
     ck_assert_int_eq(tide_pool_drop(p, &res[0], 0), TIDE_EUNKNOWN);
     ck_assert_int_eq(tide_pool_give(p, NULL, 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_give_at(p, 0, NULL, 0), TIDE_EINVAL);
+    ck_assert_uint_eq(tide_pool_slot(p, NULL), TIDE_NO_SLOT);
     ck_assert_int_eq(tide_pool_live(p), 0);
     tide_pool_free(p);
 }
@@ -923,6 +925,8 @@ START_TEST(null_is_answered_calmly)
     ck_assert_int_eq(tide_pool_made_untried(NULL, &res[0], 0), TIDE_EINVAL);
     ck_assert_int_eq(tide_pool_unmade(NULL, 0, 0.5), TIDE_EINVAL);
     ck_assert_int_eq(tide_pool_give(NULL, &res[0], 0), TIDE_EINVAL);
+    ck_assert_int_eq(tide_pool_give_at(NULL, 0, &res[0], 0), TIDE_EINVAL);
+    ck_assert_uint_eq(tide_pool_slot(NULL, &res[0]), TIDE_NO_SLOT);
     ck_assert_int_eq(tide_pool_drop(NULL, &res[0], 0), TIDE_EINVAL);
     ck_assert_int_eq(tide_pool_hold(NULL, &res[0]), TIDE_EINVAL);
     ck_assert_uint_eq(tide_pool_evict(NULL, 0, out, 4), 0);

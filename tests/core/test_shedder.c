@@ -131,6 +131,24 @@ START_TEST(long_loans_signal_overload)
 }
 END_TEST
 
+/* A give by slot (the adapter's) settles each loan's ticket as a give by
+ * pointer does: the shedder sees the overruns either way. */
+START_TEST(long_loans_signal_overload_when_given_by_slot)
+{
+    struct tide_pool *p = shedding_pool(
+        10, (struct tide_shedder_options){.loan_target = TIDE_SEC(1)});
+    lend(p, 0, 4, 0);
+    for (int i = 0; i < 4; i++) {
+        uint32_t slot = tide_pool_slot(p, &res[i]);
+        ck_assert_uint_ne(slot, TIDE_NO_SLOT);
+        ck_assert_int_eq(tide_pool_give_at(p, slot, &res[i], TIDE_SEC(2)), 1);
+    }
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(2), 0.5).answer, TIDE_READY);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(2), 0.5).answer, TIDE_SHED);
+    tide_pool_free(p);
+}
+END_TEST
+
 START_TEST(stale_is_handed_back_while_shedding)
 {
     struct tide_limits l = TIDE_LIMITS(.keep = TIDE_SEC(1));
@@ -172,6 +190,7 @@ static Suite *shedder_suite(void)
     tcase_add_test(tc, lag_sample_counts_for_a_clock_gone_back);
     tcase_add_test(tc, recovers_additively_when_calm);
     tcase_add_test(tc, long_loans_signal_overload);
+    tcase_add_test(tc, long_loans_signal_overload_when_given_by_slot);
     tcase_add_test(tc, stale_is_handed_back_while_shedding);
     tcase_add_test(tc, overload_without_shedder_is_a_no_op);
     suite_add_tcase(s, tc);
