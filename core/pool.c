@@ -557,6 +557,21 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
     return lend(p, now);
 }
 
+struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
+{
+    if (!p)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->idle_count == 0)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    /* take's own path with one idle: the roll is for makes, and there is
+     * none to make */
+    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
+        expired(p, &p->slots[idle_newest(p)], now) ||
+        !tide__shedder_admit(&p->shedder, in_flight(p)))
+        return take_slow(p, now, 0.0);
+    return lend(p, now);
+}
+
 struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
 {
     if (!p || p->closed)

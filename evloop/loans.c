@@ -166,8 +166,10 @@ int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource)
 {
     int rc = TIDE_EWOULDBLOCK;
     bool changed = false; /* something destroyed, or the answer is no */
-    while (tide_pool_idle(p->core) > 0) {
-        struct tide_taken t = tide_pool_take(p->core, now, 0.0);
+    for (;;) {
+        struct tide_taken t = tide_pool_take_idle(p->core, now);
+        if (t.answer == TIDE_WAIT) /* none idle */
+            break;
         if (t.answer == TIDE_SHED) {
             p->counters.shed++;
             rc = TIDE_EUNAVAILABLE;

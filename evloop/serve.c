@@ -179,14 +179,14 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
 static void serve_waiters(struct tide_evpool *p)
 {
     while (p->queued.count > 0 && may_go_on(p)) {
-        bool idle = tide_pool_idle(p->core) > 0;
-        if (!idle && p->makes_for_waiters >= p->queued.count)
-            return; /* every waiter without a resource has a make coming */
-        if (!idle && tide_pool_must_wait(p->core))
-            return; /* all lent: the take would say WAIT */
-        /* the roll is for a make, and with an idle one there is none */
-        struct tide_taken t =
-            tide_pool_take(p->core, p->now, idle ? 0.0 : tide__evpool_roll(p));
+        struct tide_taken t = tide_pool_take_idle(p->core, p->now);
+        if (t.answer == TIDE_WAIT) { /* none idle */
+            if (p->makes_for_waiters >= p->queued.count)
+                return; /* every waiter without a resource has a make coming */
+            if (tide_pool_must_wait(p->core))
+                return; /* all lent: the take would say WAIT */
+            t = tide_pool_take(p->core, p->now, tide__evpool_roll(p));
+        }
         switch (t.answer) {
         case TIDE_READY:
         case TIDE_STALE:

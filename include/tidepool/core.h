@@ -438,6 +438,12 @@ TIDE_API void tide_pool_free(struct tide_pool *p);
  * after a burst. Never blocks, never allocates (bounded size). */
 TIDE_API struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now,
                                           double roll);
+/* tide_pool_take where only an idle resource will do: with none idle it
+ * answers TIDE_WAIT and does nothing else (no make considered, no guard
+ * asked, nothing reserved); with one idle it answers as take would (READY,
+ * STALE or SHED). One call where a lender would ask tide_pool_idle first. */
+TIDE_API struct tide_taken tide_pool_take_idle(struct tide_pool *p,
+                                               int64_t now);
 /* Registers a resource made after MAKE, as lent and born now. item must not
  * be NULL. 0, or TIDE_ENORESERVE / TIDE_EDUPLICATE / TIDE_EINVAL (nothing
  * changed; the caller still owns item). */

@@ -116,9 +116,8 @@ static bool ward_refusal(const struct drive *d, struct tide_taken t)
 
 static void expect_room(struct drive *d, struct tide_taken t, double roll);
 
-static void op_take(struct drive *d, double roll)
+static void expect_taken(struct drive *d, struct tide_taken t, double roll)
 {
-    struct tide_taken t = tide_pool_take(d->pool, d->now, roll);
     if (d->closed) {
         DRIVE_CHECK(t.answer == TIDE_SHED && t.guard == TIDE_GUARD_CLOSED);
         return;
@@ -141,6 +140,23 @@ static void op_take(struct drive *d, double roll)
         return;
     }
     expect_room(d, t, roll);
+}
+
+static void op_take(struct drive *d, double roll)
+{
+    expect_taken(d, tide_pool_take(d->pool, d->now, roll), roll);
+}
+
+/* take_idle: with none idle, WAIT and nothing else (the invariants after
+ * the step see that nothing was reserved); with one, what take answers. */
+static void op_take_idle(struct drive *d)
+{
+    struct tide_taken t = tide_pool_take_idle(d->pool, d->now);
+    if (d->n_idle == 0) {
+        DRIVE_CHECK(t.answer == TIDE_WAIT && t.item == NULL);
+        return;
+    }
+    expect_taken(d, t, 0.0);
 }
 
 /* The answer when no idle one is lent: WAIT when full, else MAKE. */
@@ -417,8 +433,13 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
     case 1:
     case 2:
     case 3:
-    case 4:
         op_take(d, roll);
+        break;
+    case 4:
+        if (arg % 2)
+            op_take(d, roll);
+        else
+            op_take_idle(d);
         break;
     case 5:
     case 6:

@@ -921,6 +921,7 @@ START_TEST(null_is_answered_calmly)
     ck_assert_int_eq(tide_pool_take(NULL, 0, 0.5).answer, TIDE_SHED);
     ck_assert_int_eq(tide_pool_take(NULL, 0, 0.5).guard, TIDE_GUARD_CLOSED);
     ck_assert_int_eq(tide_pool_grow(NULL, 0, 0.5).answer, TIDE_SHED);
+    ck_assert_int_eq(tide_pool_take_idle(NULL, 0).answer, TIDE_SHED);
     ck_assert_int_eq(tide_pool_made(NULL, &res[0], 0), TIDE_EINVAL);
     ck_assert_int_eq(tide_pool_made_untried(NULL, &res[0], 0), TIDE_EINVAL);
     ck_assert_int_eq(tide_pool_unmade(NULL, 0, 0.5), TIDE_EINVAL);
