@@ -232,6 +232,8 @@ struct counters {
     uint64_t cancels;
     uint64_t dirty;
     uint64_t reset_failures;
+    uint64_t retired;
+    uint64_t abandoned;
 };
 
 /* A timer that is armed only while there is work for it. */

@@ -809,15 +809,17 @@ void tide_group_cancel(struct tide_group_acquire *a, bool notify)
     leave(g);
 }
 
+/* A loan of u ends by `end` (the pool's release, discard, retire or
+ * abandon), and the group's place for it is freed. */
 static int give_back(struct tide_group *g, struct tide_group_upstream *u,
-                     void *resource, bool broken)
+                     void *resource,
+                     int (*end)(struct tide_evpool *p, void *resource))
 {
     if (!g || !u || !resource || u->group != g)
         return TIDE_EINVAL;
     if (!u->pool || u->lent <= 0)
         return TIDE_EUNKNOWN;
-    int rc = broken ? tide_evpool_discard(u->pool, resource)
-                    : tide_evpool_release(u->pool, resource);
+    int rc = end(u->pool, resource);
     if (rc)
         return rc;
     enter(g);
@@ -831,13 +833,25 @@ static int give_back(struct tide_group *g, struct tide_group_upstream *u,
 int tide_group_release(struct tide_group *g, struct tide_group_upstream *u,
                        void *resource)
 {
-    return give_back(g, u, resource, false);
+    return give_back(g, u, resource, tide_evpool_release);
 }
 
 int tide_group_discard(struct tide_group *g, struct tide_group_upstream *u,
                        void *resource)
 {
-    return give_back(g, u, resource, true);
+    return give_back(g, u, resource, tide_evpool_discard);
+}
+
+int tide_group_retire(struct tide_group *g, struct tide_group_upstream *u,
+                      void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_retire);
+}
+
+int tide_group_abandon(struct tide_group *g, struct tide_group_upstream *u,
+                       void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_abandon);
 }
 
 /* ---- stats ---- */
@@ -861,6 +875,7 @@ static void add_stats(struct tide_evpool_stats *t,
     t->lent += s->lent;
     t->making += s->making;
     t->checking += s->checking;
+    t->resetting += s->resetting;
     t->waiting += s->waiting;
     if (severity(s->breaker) > severity(t->breaker))
         t->breaker = s->breaker;
@@ -880,6 +895,9 @@ static void add_stats(struct tide_evpool_stats *t,
     t->queue_full += s->queue_full;
     t->cancels += s->cancels;
     t->dirty += s->dirty;
+    t->reset_failures += s->reset_failures;
+    t->retired += s->retired;
+    t->abandoned += s->abandoned;
     t->wait_p50 = max64(t->wait_p50, s->wait_p50);
     t->wait_p90 = max64(t->wait_p90, s->wait_p90);
     t->wait_p99 = max64(t->wait_p99, s->wait_p99);

@@ -255,6 +255,42 @@ int tide_evpool_discard(struct tide_evpool *p, void *resource)
     return 0;
 }
 
+int tide_evpool_retire(struct tide_evpool *p, void *resource)
+{
+    if (!p)
+        return TIDE_EINVAL;
+    uint32_t i;
+    int rc = find_lent(p, resource, &i);
+    if (rc)
+        return rc;
+    tide__evpool_now(p);
+    /* it served: an accepted release, as one retire_after retires */
+    p->counters.retired++;
+    if (!tide__conn_settle(p, i, false))
+        tide__report(p, true);
+    tide__conn_destroy(p, i);
+    return 0;
+}
+
+int tide_evpool_abandon(struct tide_evpool *p, void *resource)
+{
+    if (!p)
+        return TIDE_EINVAL;
+    uint32_t i;
+    int rc = find_lent(p, resource, &i);
+    if (rc)
+        return rc;
+    tide__evpool_now(p);
+    /* No outcome: the borrower gave up for its own reasons, which says
+     * nothing of the backend. A first loan leaves its make unsettled
+     * rather than proven or failed: neither the breaker nor the backoff
+     * hears of it. */
+    p->counters.abandoned++;
+    p->conns[i].untried = false;
+    tide__conn_destroy(p, i);
+    return 0;
+}
+
 int tide_evpool_lost(struct tide_evpool *p, void *resource)
 {
     if (!p)

@@ -246,6 +246,22 @@ TIDE_API int tide_evpool_release(struct tide_evpool *p, void *resource);
  * counts as a failure for the breaker. 0, TIDE_EBUSY or TIDE_EUNKNOWN. */
 TIDE_API int tide_evpool_discard(struct tide_evpool *p, void *resource);
 
+/* The other two ways a lent resource ends, when it must not be reused
+ * though the backend did nothing wrong. Both destroy it at once, and its
+ * place wakes a waiter. 0, TIDE_EBUSY (not lent: idle, or already given
+ * back) or TIDE_EUNKNOWN.
+ *
+ * retire: it served, and the server said it closes after this exchange
+ * (HTTP's `Connection: close`, a response framed by the close): an accepted
+ * release for the breaker, and a first loan proves its make, as when
+ * retire_after retires one. */
+TIDE_API int tide_evpool_retire(struct tide_evpool *p, void *resource);
+/* abandon: the borrower gave it up for its own reasons, mid-exchange (the
+ * client it served went away): no outcome at all, for the breaker or the
+ * backoff, and a first loan leaves its make unproven either way. Use
+ * discard when the backend failed (a reset, a bad or late answer). */
+TIDE_API int tide_evpool_abandon(struct tide_evpool *p, void *resource);
+
 /* ---- answers from the factory ----------------------------------------- */
 
 /* A make succeeded: the pool takes ownership of resource (a make that
@@ -301,6 +317,8 @@ struct tide_evpool_stats {
     uint64_t dirty;          /* releases reusable() refused (unread bytes, a
                                 request half written): destroyed */
     uint64_t reset_failures; /* resets answered not ok: destroyed */
+    uint64_t retired;        /* lent ones given back by tide_evpool_retire */
+    uint64_t abandoned;      /* lent ones given back by tide_evpool_abandon */
     /* acquire-wait distribution (ns), from acquire to callback, served
      * acquires only; 0 before the first */
     int64_t wait_p50;

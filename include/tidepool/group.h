@@ -158,6 +158,16 @@ TIDE_API int tide_group_release(struct tide_group *g,
 TIDE_API int tide_group_discard(struct tide_group *g,
                                 struct tide_group_upstream *u, void *resource);
 
+/* Gives back one that served but must not be reused (the upstream said it
+ * closes), as tide_evpool_retire does: the upstream's success. */
+TIDE_API int tide_group_retire(struct tide_group *g,
+                               struct tide_group_upstream *u, void *resource);
+
+/* Gives back one the borrower gave up mid-exchange (its client went away),
+ * as tide_evpool_abandon does: no outcome for the upstream's breaker. */
+TIDE_API int tide_group_abandon(struct tide_group *g,
+                                struct tide_group_upstream *u, void *resource);
+
 /* ---- stats ------------------------------------------------------------ */
 
 struct tide_group_stats {

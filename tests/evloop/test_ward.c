@@ -440,6 +440,147 @@ START_TEST(first_use_proves_a_minimums_make)
 }
 END_TEST
 
+/* Takes a's resource from the answer, so the teardown does not give it
+ * back again, and ends its loan with `end`. */
+static struct fake *end_loan(struct answer *a,
+                             int (*end)(struct tide_evpool *p, void *r))
+{
+    struct fake *f = a->resource;
+    a->resource = NULL;
+    ck_assert_int_eq(end(fx->pool, f), 0);
+    return f;
+}
+
+/* A server that says it closes after the exchange (Connection: close) did
+ * its job: a retire is an accepted release, and proves a first loan's make
+ * even within a second of it, where a discard would fail the make. */
+START_TEST(retire_is_a_success_and_proves_a_first_loan)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    fixture_pool(&o);
+    struct fake *f = end_loan(acquired(), tide_evpool_retire);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert_int_eq(r.successes, 2); /* the make's and the release's */
+    ck_assert_int_eq(r.failures, 0);
+    struct fake *g = release(acquired());
+    struct answer *a = acquired();
+    ck_assert_ptr_eq(a->resource, g); /* from idle */
+    end_loan(a, tide_evpool_retire);
+    ck_assert_int_eq(r.successes, 5);
+    ck_assert_int_eq(r.failures, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.retired, 2);
+    ck_assert_uint_eq(s.make_failures, 0);
+    ck_assert_int_eq(s.live, 0);
+}
+END_TEST
+
+/* A borrower that gives a connection up for its own reasons (its client
+ * went away) says nothing of the backend: no success, no failure, and a
+ * first loan's make is neither proven nor failed. */
+START_TEST(abandon_is_no_outcome_even_on_a_first_loan)
+{
+    struct reports r = {0};
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    fixture_pool(&o);
+    struct fake *f = end_loan(acquired(), tide_evpool_abandon);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert_int_eq(r.successes, 0);
+    ck_assert_int_eq(r.failures, 0);
+    struct fake *g = release(acquired());
+    int successes = r.successes;
+    struct answer *a = acquired();
+    ck_assert_ptr_eq(a->resource, g);
+    end_loan(a, tide_evpool_abandon);
+    ck_assert_int_eq(r.successes, successes);
+    ck_assert_int_eq(r.failures, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.abandoned, 2);
+    ck_assert_uint_eq(s.make_failures, 0);
+    ck_assert_int_eq(s.live, 0);
+}
+END_TEST
+
+/* Under STRIKES, a run of failures is broken by a success only: four
+ * discards, a retire, four discards leave it ACTIVE; with an abandon in
+ * the retire's place the eight are one run, and it opens at the fifth. */
+static enum tide_breaker_state
+strikes_after(int (*between)(struct tide_evpool *, void *))
+{
+    struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
+                                     .strikes = 5};
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .health_interval = TIDE_FOREVER,
+                                    .ward = {.breaker = &b}};
+    fixture_pool(&o);
+    /* proven, so the discards below are loans gone bad, not failed makes */
+    release(acquired());
+    for (int k = 0; k < 9; k++) {
+        struct answer *a = acquire(0, NULL);
+        ck_assert(run_until_answered(a, 2000));
+        if (a->status != 0) { /* open: refused at once */
+            ck_assert_int_eq(a->status, TIDE_EUNAVAILABLE);
+            break;
+        }
+        end_loan(a, k == 4 ? between : tide_evpool_discard);
+        /* each loan gets a fresh slot in the answers */
+        memset(fx->answers, 0, sizeof fx->answers[0]);
+        fx->n_answers = 0;
+        run_ms(2);
+    }
+    return stats().breaker;
+}
+
+START_TEST(a_retire_breaks_a_run_of_failures_and_an_abandon_does_not)
+{
+    ck_assert_int_eq(strikes_after(tide_evpool_retire), TIDE_BREAKER_ACTIVE);
+}
+END_TEST
+
+START_TEST(an_abandon_leaves_a_run_of_failures_whole)
+{
+    ck_assert_int_eq(strikes_after(tide_evpool_abandon), TIDE_BREAKER_INACTIVE);
+}
+END_TEST
+
+/* Retire and abandon free the place they held: a caller waiting for it is
+ * served with a new one. Misuse answers as release does. */
+START_TEST(retire_and_abandon_wake_a_waiter_and_refuse_misuse)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .health_interval = TIDE_FOREVER};
+    fixture_pool(&o);
+    int (*const ends[2])(struct tide_evpool *, void *) = {tide_evpool_retire,
+                                                          tide_evpool_abandon};
+    for (int k = 0; k < 2; k++) {
+        struct answer *a = acquired();
+        struct answer *w = acquire(0, NULL);
+        run_ms(5);
+        ck_assert_int_eq(w->calls, 0); /* every place is lent */
+        struct fake *f = end_loan(a, ends[k]);
+        ck_assert(run_until_answered(w, 1000));
+        ck_assert_int_eq(w->status, 0);
+        ck_assert_ptr_ne(w->resource, f);
+        /* given back already: unknown now */
+        ck_assert_int_eq(ends[k](fx->pool, f), TIDE_EUNKNOWN);
+        struct fake *g = release(w);
+        ck_assert_int_eq(ends[k](fx->pool, g), TIDE_EBUSY); /* idle */
+        ck_assert_int_eq(ends[k](NULL, g), TIDE_EINVAL);
+        ck_assert_int_eq(ends[k](fx->pool, NULL), TIDE_EINVAL);
+        memset(fx->answers, 0, sizeof fx->answers[0] * 2);
+        fx->n_answers = 0;
+        /* the idle one goes, so the next round's loan is a new make */
+        struct answer *c = acquired();
+        end_loan(c, tide_evpool_retire);
+        memset(fx->answers, 0, sizeof fx->answers[0]);
+        fx->n_answers = 0;
+    }
+}
+END_TEST
+
 START_TEST(rejected_release_and_failed_check_are_failures)
 {
     struct reports r = {0};
@@ -630,6 +771,12 @@ static Suite *ward_suite(void)
     tcase_add_test(tc, lost_before_first_loan_is_a_failed_make);
     tcase_add_test(tc, dead_before_first_loan_is_a_failed_make);
     tcase_add_test(tc, first_use_proves_a_minimums_make);
+    tcase_add_test(tc, retire_is_a_success_and_proves_a_first_loan);
+    tcase_add_test(tc, abandon_is_no_outcome_even_on_a_first_loan);
+    tcase_add_test(tc,
+                   a_retire_breaks_a_run_of_failures_and_an_abandon_does_not);
+    tcase_add_test(tc, an_abandon_leaves_a_run_of_failures_whole);
+    tcase_add_test(tc, retire_and_abandon_wake_a_waiter_and_refuse_misuse);
     tcase_add_test(tc, rejected_release_and_failed_check_are_failures);
     tcase_add_test(tc, recovering_reopens_on_a_probes_failure);
     tcase_add_test(tc, deactivate_by_hand_fails_parked_waiters_at_once);

@@ -497,6 +497,39 @@ START_TEST(the_cap_queues_acquires_and_a_release_serves_the_oldest)
 }
 END_TEST
 
+/* Retire and abandon end a loan as release does for the cap: the place
+ * goes to the oldest capped acquire; the pools count how each loan ended,
+ * and the group sums them. */
+START_TEST(retire_and_abandon_free_the_cap_and_are_counted)
+{
+    new_group(&(struct tide_group_options){.cap = 1, .seed = 3});
+    add(0, OK_NOW, NULL);
+    struct ans *a = acquired();
+    struct ans *b = start(0, NULL);
+    struct ans *c = start(0, NULL);
+    run_ms(20);
+    ck_assert_int_eq(b->calls + c->calls, 0);
+    ck_assert_int_eq(tide_group_retire(group, a->u, a->res), 0);
+    a->res = NULL;
+    ck_assert(wait_answer(b, 1000));
+    ck_assert_int_eq(b->status, 0);
+    run_ms(5);
+    ck_assert_int_eq(c->calls, 0);
+    ck_assert_int_eq(tide_group_abandon(group, b->u, b->res), 0);
+    b->res = NULL;
+    ck_assert(wait_answer(c, 1000));
+    ck_assert_int_eq(c->status, 0);
+    struct tide_group_stats s = stats();
+    ck_assert_uint_eq(s.pools.retired, 1);
+    ck_assert_uint_eq(s.pools.abandoned, 1);
+    ck_assert_uint_eq(s.pools.destroyed, 2);
+    ck_assert_uint_eq(s.pools.make_failures, 0);
+    ck_assert_int_eq(s.lent, 1);
+    ck_assert_int_eq(tide_group_retire(group, NULL, c->res), TIDE_EINVAL);
+    ck_assert_int_eq(tide_group_abandon(NULL, c->u, c->res), TIDE_EINVAL);
+}
+END_TEST
+
 START_TEST(a_capped_acquire_times_out)
 {
     new_group(&(struct tide_group_options){.cap = 1});
@@ -786,6 +819,7 @@ static Suite *group_suite(void)
     tcase_add_test(tc, try_acquire_lends_an_idle_one_at_once);
     tcase_add_test(tc, try_acquire_does_not_barge_past_the_cap_queue);
     tcase_add_test(tc, the_cap_queues_acquires_and_a_release_serves_the_oldest);
+    tcase_add_test(tc, retire_and_abandon_free_the_cap_and_are_counted);
     tcase_add_test(tc, a_capped_acquire_times_out);
     tcase_add_test(tc, the_cap_queue_has_a_bound);
     tcase_add_test(tc, a_failed_acquire_frees_its_place_under_the_cap);
