@@ -28,20 +28,6 @@ static void arm_for_head(struct deadline_queue *q, int64_t now)
     q->armed = true;
 }
 
-static void unlink_from(struct deadline_queue *q, struct tide_acquire *w)
-{
-    if (w->sooner)
-        w->sooner->later = w->later;
-    else
-        q->head = w->later;
-    if (w->later)
-        w->later->sooner = w->sooner;
-    else
-        q->tail = w->sooner;
-    w->sooner = w->later = NULL;
-    q->count--;
-}
-
 static void time_out(struct tide_evpool *p, struct tide_acquire *w)
 {
     p->counters.timeouts++;
@@ -139,29 +125,16 @@ int tide__deadline_start(struct tide_evpool *p, struct tide_acquire *w,
         return 0;
     }
     struct deadline_queue *q = &p->deadlines[k];
-    w->queue = (int8_t)k;
-    w->sooner = q->tail;
-    w->later = NULL;
-    if (q->tail)
-        q->tail->later = w;
-    else
-        q->head = w;
-    q->tail = w;
-    q->count++;
+    tide__deadline_join(q, k, w);
     if (!q->armed)
         arm_for_head(q, w->start);
     return 0;
 }
 
-void tide__deadline_stop(struct tide_acquire *w)
+void tide__deadline_stop_timer(struct tide_acquire *w)
 {
-    if (w->queue >= 0) {
-        unlink_from(&w->pool->deadlines[w->queue], w);
-        w->queue = -1;
-    } else if (w->timer) {
-        event_free(w->timer);
-        w->timer = NULL;
-    }
+    event_free(w->timer);
+    w->timer = NULL;
 }
 
 void tide__deadlines_sync(struct tide_evpool *p)

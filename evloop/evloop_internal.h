@@ -473,8 +473,61 @@ void tide__deadlines_init(struct tide_evpool *p);
  * TIDE_ENOMEM. */
 int tide__deadline_start(struct tide_evpool *p, struct tide_acquire *w,
                          int64_t span);
+void tide__deadline_stop_timer(struct tide_acquire *w);
+
+/* w joins deadline queue k (q) at its tail. */
+static inline void tide__deadline_join(struct deadline_queue *q, int k,
+                                       struct tide_acquire *w)
+{
+    w->queue = (int8_t)k;
+    w->sooner = q->tail;
+    w->later = NULL;
+    if (q->tail)
+        q->tail->later = w;
+    else
+        q->head = w;
+    q->tail = w;
+    q->count++;
+}
+
+static inline void tide__deadline_leave(struct deadline_queue *q,
+                                        struct tide_acquire *w)
+{
+    if (w->sooner)
+        w->sooner->later = w->later;
+    else
+        q->head = w->later;
+    if (w->later)
+        w->later->sooner = w->sooner;
+    else
+        q->tail = w->sooner;
+    w->sooner = w->later = NULL;
+    q->count--;
+}
+
+/* tide__deadline_start, inline for a busy pool's acquire: the queue the
+ * last acquire joined has this span and its timer running, so joining it
+ * is a link and nothing more. */
+static inline int tide__deadline_begin(struct tide_evpool *p,
+                                       struct tide_acquire *w, int64_t span)
+{
+    struct deadline_queue *q = &p->deadlines[p->deadline_hint];
+    if (q->span != span || !q->armed)
+        return tide__deadline_start(p, w, span);
+    tide__deadline_join(q, p->deadline_hint, w);
+    return 0;
+}
+
 /* w is answered or cancelled: its timeout ends. */
-void tide__deadline_stop(struct tide_acquire *w);
+static inline void tide__deadline_stop(struct tide_acquire *w)
+{
+    if (w->queue >= 0) {
+        tide__deadline_leave(&w->pool->deadlines[w->queue], w);
+        w->queue = -1;
+    } else if (w->timer) {
+        tide__deadline_stop_timer(w);
+    }
+}
 /* Stops the timer of each deadline queue left empty: a pending timer holds
  * the loop. Left armed until here, a queue that empties and fills again
  * within a pump run (a caller acquiring again from its callback) costs no

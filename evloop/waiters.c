@@ -167,7 +167,7 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
         waiter_free(w);
         return TIDE_ECLOSED;
     }
-    if (tide__deadline_start(p, w, timeout ? timeout : p->acquire_timeout)) {
+    if (tide__deadline_begin(p, w, timeout ? timeout : p->acquire_timeout)) {
         waiter_free(w);
         return TIDE_ENOMEM;
     }
