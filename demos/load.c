@@ -1,6 +1,8 @@
 /* The load programs' options and closed-loop run (see load.h). */
 #include "load.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 
 #include <event2/event.h>
 #include <tidepool/core.h>
+#include <tidepool/evloop.h>
 
 static int64_t now_ns(void)
 {
@@ -27,20 +30,45 @@ static const struct tide_demo_opt *find(const struct tide_demo_opt *t, size_t n,
     return NULL;
 }
 
-bool tide_demo_load_args_read(struct tide_demo_load_args *a,
+bool tide_demo_parse_number(const char *prog, const char *option, const char *v,
+                            long long min, long long max, long long *out)
+{
+    /* strtoll alone skips blanks, takes a '+', stops at the first
+     * non-digit and clamps on overflow: each is checked here instead */
+    const char *digits = v[0] == '-' ? v + 1 : v;
+    char *end = NULL;
+    errno = 0;
+    long long x = isdigit((unsigned char)digits[0]) ? strtoll(v, &end, 10) : 0;
+    if (!end || *end != '\0' || errno == ERANGE || x < min || x > max) {
+        fprintf(stderr,
+                "%s: %s: '%s' is not a whole number from %lld to %lld\n", prog,
+                option, v, min, max);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+bool tide_demo_load_args_read(struct tide_demo_load_args *a, const char *prog,
                               const struct tide_demo_opt *own, size_t n,
                               int argc, char **argv)
 {
     const struct tide_demo_opt common[] = {
         {.name = "--host", .s = &a->host},
-        {.name = "--port", .i = &a->port},
+        {.name = "--port", .i = &a->port, .min = 1, .max = 65535},
         {.name = "--cacert", .s = &a->cacert},
         {.name = "--name", .s = &a->name},
-        {.name = "-c", .i = &a->conc},
-        {.name = "-n", .l = &a->count},
-        {.name = "-d", .l = &a->size},
-        {.name = "--warmup", .l = &a->warmup},
-        {.name = "--seconds", .i = &a->seconds},
+        {.name = "-c", .i = &a->conc, .min = 1, .max = TIDE_DEMO_MAX_CONC},
+        {.name = "-n", .l = &a->count, .min = 1, .max = TIDE_DEMO_MAX_COUNT},
+        {.name = "-d", .l = &a->size, .min = 0, .max = TIDE_DEMO_MAX_SIZE},
+        {.name = "--warmup",
+         .l = &a->warmup,
+         .min = 0,
+         .max = TIDE_DEMO_MAX_COUNT},
+        {.name = "--seconds",
+         .i = &a->seconds,
+         .min = 1,
+         .max = TIDE_DEMO_MAX_SECONDS},
         {.name = "--csv", .flag = &a->csv},
     };
     for (int i = 1; i < argc; i++) {
@@ -48,23 +76,32 @@ bool tide_demo_load_args_read(struct tide_demo_load_args *a,
             find(common, sizeof common / sizeof common[0], argv[i]);
         if (!o)
             o = find(own, n, argv[i]);
-        if (!o)
+        if (!o) {
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[i]);
             return false;
+        }
         if (o->flag) {
             *o->flag = true;
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
-        if (!v)
+        if (!v) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, o->name);
             return false;
-        if (o->i)
-            *o->i = atoi(v);
-        else if (o->l)
-            *o->l = atol(v);
-        else
+        }
+        long long x;
+        if (o->i || o->l) {
+            if (!tide_demo_parse_number(prog, o->name, v, o->min, o->max, &x))
+                return false;
+            if (o->i)
+                *o->i = (int)x; /* the table's bounds fit an int */
+            else
+                *o->l = (long)x;
+        } else {
             *o->s = v;
+        }
     }
-    return a->conc >= 1 && a->count >= 1 && a->size >= 0 && a->seconds >= 1;
+    return true;
 }
 
 /* ---- the run ---- */
@@ -78,7 +115,17 @@ bool tide_demo_load_init(struct tide_demo_load *l, const char *prog,
     l->count = count;
     l->lat = malloc((size_t)count * sizeof *l->lat);
     l->base = event_base_new();
-    return l->lat && l->base;
+    if (!l->lat || !l->base) {
+        fprintf(stderr, "%s: out of memory (for %ld latencies)\n", prog, count);
+        return false;
+    }
+    return true;
+}
+
+static const char *err_name(const struct tide_demo_load *l, int code)
+{
+    return l->ops && l->ops->err_name ? l->ops->err_name(code)
+                                      : tide_err_name(code);
 }
 
 static void send_one(struct tide_demo_load *l, struct tide_demo_req *r)
@@ -88,7 +135,13 @@ static void send_one(struct tide_demo_load *l, struct tide_demo_req *r)
     l->sent++;
     int rc = l->ops->send(r, l->arg);
     if (rc != 0) {
-        fprintf(stderr, "%s: %s\n", l->prog, l->ops->strerror(rc));
+        /* once: a queue at its bound refuses every send after the first
+         * alike, and the run is over anyway */
+        l->sent--;
+        if (l->refused++ == 0)
+            fprintf(stderr, "%s: a request could not be sent: %s (%s)\n",
+                    l->prog, l->ops->strerror(rc), err_name(l, rc));
+        l->stopped = true;
         event_base_loopbreak(l->base);
     }
 }
@@ -99,16 +152,23 @@ void tide_demo_load_answered(struct tide_demo_req *r, bool good,
     struct tide_demo_load *l = r->l;
     int64_t t = now_ns();
     l->answered++;
+    if (!good && l->failed++ == 0) {
+        snprintf(l->first_error, sizeof l->first_error, "%s",
+                 message && message[0] ? message : l->ops->strerror(code));
+        l->first_code = code;
+        l->first_measured = r->measured;
+    }
     if (r->measured) {
         l->lat[l->nlat++] = t - r->sent_at;
-        if (!good && l->errors++ == 0)
-            snprintf(l->first_error, sizeof l->first_error, "%s (%s)", message,
-                     tide_err_name(code));
+        if (!good)
+            l->errors++;
     }
     if (l->answered == l->warmup) {
         l->made_at_start = l->ops->made(l->arg);
         l->start = t;
     }
+    if (l->stopped)
+        return;
     if (l->sent < l->warmup + l->count) {
         send_one(l, r);
     } else if (l->answered == l->warmup + l->count) {
@@ -152,11 +212,15 @@ int tide_demo_load_run(struct tide_demo_load *l,
     }
     if (l->warmup == 0)
         l->start = now_ns();
-    for (int i = 0; i < conc && l->sent < l->warmup + l->count; i++) {
+    for (int i = 0; i < conc && !l->stopped && l->sent < l->warmup + l->count;
+         i++) {
         l->reqs[i].l = l;
         send_one(l, &l->reqs[i]);
     }
-    event_base_dispatch(l->base);
+    /* a break asked for before the loop runs is forgotten when it starts
+     * (event_base_loop clears it), so a run stopped already is not run */
+    if (!l->stopped)
+        event_base_dispatch(l->base);
     event_free(deadline);
     if (!l->end)
         l->end = now_ns();
@@ -190,9 +254,39 @@ tide_demo_load_figures(const struct tide_demo_load *l, uint64_t made_now)
 
 bool tide_demo_load_ok(const struct tide_demo_load *l)
 {
-    if (l->errors)
-        fprintf(stderr, "%s: first error: %s\n", l->prog, l->first_error);
-    return l->errors == 0 && l->nlat == l->count;
+    bool ok = l->errors == 0 && l->nlat == l->count;
+    if (ok)
+        return true;
+    if (l->failed) {
+        fprintf(stderr, "%s: first error%s: %s (%s); %ld failed in all\n",
+                l->prog, l->first_measured ? "" : " (in the warm-up)",
+                l->first_error, err_name(l, l->first_code), l->failed);
+    } else if (l->ops && l->ops->pool) {
+        /* nothing answered why: the requests waited for connections that
+         * never came, and the pool kept why the last attempt failed, or
+         * is still trying (a TLS handshake with a server that never
+         * answers one ends at its timeout only) */
+        struct tide_evpool *p = l->ops->pool(l->arg);
+        char why[256];
+        int code = tide_evpool_last_error(p, why, sizeof why);
+        struct tide_evpool_stats st;
+        tide_evpool_stats(p, &st);
+        if (code != 0)
+            fprintf(stderr, "%s: the last connection attempt failed: %s (%s)\n",
+                    l->prog, why[0] ? why : l->ops->strerror(code),
+                    err_name(l, code));
+        else
+            fprintf(stderr,
+                    "%s: %ld of %ld requests answered, none failed; no "
+                    "connection attempt failed, %lld still running, %lld "
+                    "requests waiting for a connection\n",
+                    l->prog, l->answered, l->warmup + l->count,
+                    (long long)st.making, (long long)st.waiting);
+    }
+    if (l->refused > 1)
+        fprintf(stderr, "%s: %ld sends more were refused\n", l->prog,
+                l->refused - 1);
+    return false;
 }
 
 /* Runs what the teardown left queued on the base: a freed bufferevent is

@@ -14,17 +14,29 @@
 #include <stdint.h>
 
 struct event_base;
+struct tide_evpool;
 
 /* ---- options ---- */
 
-/* One option in a table: its word and exactly one place for it. */
+/* One option in a table: its word and exactly one place for it. A number
+ * is read whole: decimal digits (a leading '-' allowed) and nothing else,
+ * within [min, max], so that a typo ("abc", "10x", a port of 99999) is
+ * refused by name instead of read as 0, a prefix, or a value that fails
+ * later in words that do not say which option was wrong. */
 struct tide_demo_opt {
-    const char *name; /* "--host", "-c" */
-    bool *flag;       /* set to true when the word is there; takes no value */
-    int *i;           /* the next word, by atoi */
-    long *l;          /* the next word, by atol */
-    const char **s;   /* the next word itself (borrowed from argv) */
+    const char *name;   /* "--host", "-c" */
+    bool *flag;         /* set to true when the word is there; takes no value */
+    int *i;             /* the next word, a whole number in [min, max] */
+    long *l;            /* ... the same, for a long */
+    const char **s;     /* the next word itself (borrowed from argv) */
+    long long min, max; /* i's or l's bounds; max must fit the field */
 };
+
+/* Reads v as a whole decimal number in [min, max] into *out. False when it
+ * is not one (empty, a sign alone, other characters, leading blanks, out
+ * of range), with a line on stderr naming prog, the option and v. */
+bool tide_demo_parse_number(const char *prog, const char *option, const char *v,
+                            long long min, long long max, long long *out);
 
 /* The options every load program takes. The program sets its presets
  * before reading; warmup -1 means "not given". */
@@ -41,11 +53,21 @@ struct tide_demo_load_args {
     bool csv;           /* --csv: the figures as one CSV line */
 };
 
+/* The bounds of a's numbers: a port, at most a million requests in
+ * flight (a record each), a billion measured (8 bytes of latency each,
+ * allocated up front), a payload of at most 512 MiB, a day's deadline. */
+#define TIDE_DEMO_MAX_CONC    1000000
+#define TIDE_DEMO_MAX_COUNT   1000000000L
+#define TIDE_DEMO_MAX_SIZE    (512L << 20)
+#define TIDE_DEMO_MAX_SECONDS 86400
+
 /* Reads argv[1..argc) into a and the program's own options (n of them in
- * own; NULL when n is 0). False for bad usage: a word no option names, an
- * option without its value, or one of a's out of bounds (conc, count or
- * seconds below 1, size below 0); the program then prints its usage. */
-bool tide_demo_load_args_read(struct tide_demo_load_args *a,
+ * own; NULL when n is 0). False for bad usage, said on stderr with prog
+ * and the word at fault: a word no option names, an option without its
+ * value, a number that is not one or is out of its bounds (see
+ * TIDE_DEMO_MAX_*; conc, count and seconds at least 1, size and warmup at
+ * least 0); the program then prints its usage and exits 2. */
+bool tide_demo_load_args_read(struct tide_demo_load_args *a, const char *prog,
                               const struct tide_demo_opt *own, size_t n,
                               int argc, char **argv);
 
@@ -67,8 +89,16 @@ struct tide_demo_load_ops {
      * exactly once; 0, or an error code for strerror (then no answer). */
     int (*send)(struct tide_demo_req *r, void *arg);
     const char *(*strerror)(int code);
+    /* The code's name ("TIDE_REDIS_EREPLY"), the program's own codes
+     * included, for the first error's line. NULL: tide_err_name, which
+     * knows tidepool's codes only. */
+    const char *(*err_name)(int code);
     /* The connections (sessions) its pool has made so far. */
     uint64_t (*made)(void *arg);
+    /* The pool under the client (or sender), whose last failed make
+     * (tide_evpool_last_error) and makes still running are said when a
+     * run fails with no answer that says why. NULL: not known. */
+    struct tide_evpool *(*pool)(void *arg);
 };
 
 struct tide_demo_load {
@@ -81,24 +111,34 @@ struct tide_demo_load {
     long sent;     /* all requests sent */
     long answered; /* all requests answered */
     long errors;   /* measured requests without a good answer */
+    long failed;   /* all answers not good, the warm-up's included */
+    long refused;  /* sends that failed at once (no answer will come) */
+    bool stopped;  /* a send failed: no more are sent */
     int64_t *lat;  /* measured latencies, ns */
     long nlat;
     struct tide_demo_req *reqs; /* one a slot of the concurrency */
     int64_t start;              /* when measuring began */
     int64_t end;
     uint64_t made_at_start;
+    /* the first answer not good, the warm-up's included (a run whose every
+     * connection fails fails them all there) */
     char first_error[256];
+    int first_code;
+    bool first_measured;
 };
 
 /* Makes l's event base and room for count latencies; false when out of
- * memory. ops (borrowed; must outlive l) and arg are given to run. */
+ * memory (said on stderr). Dispose of l either way. ops (borrowed; must
+ * outlive l) and arg are given to run. */
 bool tide_demo_load_init(struct tide_demo_load *l, const char *prog,
                          long warmup, long count);
 /* Runs the load: conc requests at once (fewer when fewer are asked for),
  * until warmup + count are answered or seconds have passed ("out of time"
- * on stderr), or a send fails (its error on stderr). Then the latencies
- * are sorted. -1 when out of memory, else 0 (what the run achieved is in
- * l: see tide_demo_load_ok). */
+ * on stderr), or a send fails: its error once on stderr, and no request is
+ * sent after it (the loop is not entered when it failed before; the
+ * requests already sent are left to the client's free). Then the
+ * latencies are sorted. -1 when out of memory, else 0 (what the run achieved is
+ * in l: see tide_demo_load_ok). */
 int tide_demo_load_run(struct tide_demo_load *l,
                        const struct tide_demo_load_ops *ops, void *arg,
                        int conc, int seconds);
@@ -120,8 +160,11 @@ struct tide_demo_load_figures {
 /* made_now: the connections the pool has made up to now. */
 struct tide_demo_load_figures
 tide_demo_load_figures(const struct tide_demo_load *l, uint64_t made_now);
-/* Whether every one of count requests got a good answer; when not, the
- * first error on stderr. */
+/* Whether every one of count requests got a good answer. When not, why on
+ * stderr: the first answer not good (the warm-up's too) with its message
+ * and its code's name; with none, the pool's last failed make, or else
+ * how many makes are still running; and how many sends more than the
+ * first were refused. */
 bool tide_demo_load_ok(const struct tide_demo_load *l);
 /* Frees the event base (free what runs on it first: the client or sender),
  * the latencies and the request records. What those frees left queued on

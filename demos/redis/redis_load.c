@@ -3,14 +3,23 @@
  * figures: requests per second, p50 and p99 latency, connections opened.
  *
  *   redis_load [--host H] [--port P] [--unix PATH] [--tls --cacert FILE
- *              [--name NAME]] [-c CONC] [-n COUNT] [-t get|set|ping]
- *              [-d BYTES] [--warmup N] [--seconds S] [--reconnect] [--csv]
+ *              [--name NAME]] [--user U] [--password-file FILE] [--db N]
+ *              [-c CONC] [-n COUNT] [-t get|set|ping] [-d BYTES]
+ *              [--warmup N] [--seconds S] [--reconnect] [--csv]
+ *
+ * AUTH and SELECT run on every new connection, through the client's own
+ * setup: the password is the first line of --password-file, or else
+ * REDIS_PASSWORD from the environment, never a word on the command line,
+ * which every user of the machine can read (ps, /proc/PID/cmdline) and
+ * shells keep in their history; --user names an ACL user (Redis 6) and
+ * needs a password; --db N SELECTs database N.
  *
  * Bounded: COUNT requests after a warm-up of N (not measured: the pool
  * fills during it), and never longer than S seconds (preset 60) in all.
  * --reconnect retires each connection after one request: the cost of a
  * new connection per request, for comparison. Exit 0 when every measured
  * request got a reply that was not an error, 1 otherwise, 2 for bad usage. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,10 +66,34 @@ static uint64_t made(void *arg)
     return s.net.made;
 }
 
+static struct tide_evpool *pool(void *arg)
+{
+    struct load *l = arg;
+    return tide_redis_client_pool(l->client);
+}
+
+/* The client's codes by name, tidepool's through tide_err_name. */
+static const char *err_name(int code)
+{
+    switch (code) {
+    case TIDE_REDIS_EREPLY:
+        return "TIDE_REDIS_EREPLY";
+    case TIDE_REDIS_EPROTOCOL:
+        return "TIDE_REDIS_EPROTOCOL";
+    case TIDE_REDIS_ETIMEDOUT:
+        return "TIDE_REDIS_ETIMEDOUT";
+    case TIDE_REDIS_ECLOSED:
+        return "TIDE_REDIS_ECLOSED";
+    }
+    return tide_err_name(code);
+}
+
 static const struct tide_demo_load_ops load_ops = {
     .send = send_one,
     .strerror = tide_redis_strerror,
+    .err_name = err_name,
     .made = made,
+    .pool = pool,
 };
 
 static int usage(void)
@@ -68,10 +101,108 @@ static int usage(void)
     fprintf(stderr,
             "usage: redis_load [--host H] [--port P] [--unix PATH] [--tls "
             "--cacert FILE [--name NAME]]\n"
+            "                  [--user U] [--password-file FILE] [--db N] "
+            "(password also from REDIS_PASSWORD)\n"
             "                  [-c CONC] [-n COUNT] [-t get|set|ping] [-d "
             "BYTES] [--warmup N]\n"
             "                  [--seconds S] [--reconnect] [--csv]\n");
     return 2;
+}
+
+/* The first line of path (its line end dropped) into buf; false, said on
+ * stderr, when it cannot be read or is empty. */
+static bool read_password(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "redis_load: --password-file %s: %s\n", path,
+                strerror(errno));
+        return false;
+    }
+    bool got = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    if (got)
+        buf[strcspn(buf, "\r\n")] = '\0';
+    if (!got || !buf[0]) {
+        fprintf(stderr, "redis_load: --password-file %s: no password in it\n",
+                path);
+        return false;
+    }
+    return true;
+}
+
+/* Runs the load once the options are read; the exit code. Everything it
+ * makes it frees on every path, so that a run that stops early (a
+ * certificate file that is not there) leaves nothing behind either. */
+static int run_load(const struct tide_demo_load_args *a, const char *path,
+                    const char *upper, bool tls, bool reconnect,
+                    const char *user, const char *password, int db)
+{
+    int exit_code = 1;
+    struct tide_demo_load run = {0};
+    struct load l = {.op = upper, .value_len = (size_t)a->size};
+    l.value = malloc(l.value_len + 1);
+    if (!l.value) {
+        fprintf(stderr,
+                "redis_load: out of memory (for a value of %ld bytes)\n",
+                a->size);
+        goto out;
+    }
+    if (!tide_demo_load_init(&run, "redis_load", a->warmup, a->count))
+        goto out;
+    memset(l.value, 'x', l.value_len);
+
+    /* over a Unix socket the certificate is checked against the server's
+     * name on the loopback address, as there is no host */
+    struct tide_tls_options to = {.ca_file = a->cacert,
+                                  .verify_name = a->name ? a->name
+                                                 : path  ? "127.0.0.1"
+                                                         : NULL};
+    struct tide_redis_options o = {
+        .tcp = {.host = path ? NULL : a->host, .port = path ? 0 : a->port},
+        .tls = tls ? &to : NULL,
+        .pool = {.limits = TIDE_LIMITS(.size = a->conc),
+                 .retire_after = reconnect ? 1 : 0},
+        .user = user,
+        .password = password,
+        .db = db,
+        .timeout = TIDE_SEC(10),
+    };
+    o.tcp.path = path;
+    int rc = tide_redis_client_new(run.base, &o, &l.client);
+    if (rc != 0) {
+        fprintf(stderr, "redis_load: %s (%s)\n", tide_redis_strerror(rc),
+                err_name(rc));
+        goto out;
+    }
+    if (tide_demo_load_run(&run, &load_ops, &l, a->conc, a->seconds) != 0) {
+        fprintf(stderr, "redis_load: out of memory\n");
+        goto out;
+    }
+
+    struct tide_redis_stats s;
+    tide_redis_client_stats(l.client, &s);
+    struct tide_demo_load_figures f = tide_demo_load_figures(&run, s.net.made);
+    const char *over = path ? "unix" : tls ? "tls" : "tcp";
+    if (a->csv)
+        printf("%s,%s,%d,%ld,%.0f,%.1f,%.1f,%llu,%.3f,%llu,%ld\n", over, upper,
+               a->conc, f.n, f.rate, f.p50 / 1e3, f.p99 / 1e3,
+               (unsigned long long)f.opened, f.per_k,
+               (unsigned long long)s.net.resumed, run.errors);
+    else
+        printf("%s %s c%d: %ld requests, %.0f requests/s, p50 %.1f us, p99 "
+               "%.1f us, %llu connections opened (%.3f per 1,000 requests), "
+               "%llu TLS resumed, %ld errors\n",
+               over, upper, a->conc, f.n, f.rate, f.p50 / 1e3, f.p99 / 1e3,
+               (unsigned long long)f.opened, f.per_k,
+               (unsigned long long)s.net.resumed, run.errors);
+    exit_code = tide_demo_load_ok(&run) ? 0 : 1;
+out:
+    /* the client before the base it runs on */
+    tide_redis_client_free(l.client);
+    tide_demo_load_dispose(&run);
+    free(l.value);
+    return exit_code;
 }
 
 int main(int argc, char **argv)
@@ -83,18 +214,25 @@ int main(int argc, char **argv)
                                     .size = 3,
                                     .warmup = -1,
                                     .seconds = 60};
-    const char *path = NULL, *op = "get";
+    const char *path = NULL, *op = "get", *user = NULL, *password_file = NULL;
     bool tls = false, reconnect = false;
+    int db = 0;
     const struct tide_demo_opt own[] = {
         {.name = "--unix", .s = &path},
         {.name = "--tls", .flag = &tls},
         {.name = "-t", .s = &op},
         {.name = "--reconnect", .flag = &reconnect},
+        {.name = "--user", .s = &user},
+        {.name = "--password-file", .s = &password_file},
+        {.name = "--db", .i = &db, .min = 0, .max = INT32_MAX},
     };
-    if (!tide_demo_load_args_read(&a, own, sizeof own / sizeof own[0], argc,
-                                  argv) ||
-        (tls && !a.cacert))
+    if (!tide_demo_load_args_read(&a, "redis_load", own,
+                                  sizeof own / sizeof own[0], argc, argv))
         return usage();
+    if (tls && !a.cacert) {
+        fprintf(stderr, "redis_load: --tls needs --cacert FILE\n");
+        return usage();
+    }
     if (a.warmup < 0)
         a.warmup = reconnect ? 0 : 10L * a.conc;
     const char *ops[] = {"GET", "SET", "PING"};
@@ -102,58 +240,24 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < 3; i++)
         if (strcasecmp(op, ops[i]) == 0)
             upper = ops[i];
-    if (!upper)
+    if (!upper) {
+        fprintf(stderr, "redis_load: -t: '%s' is not get, set or ping\n", op);
         return usage();
-    signal(SIGPIPE, SIG_IGN);
-
-    struct tide_demo_load run;
-    struct load l = {.op = upper, .value_len = (size_t)a.size};
-    l.value = malloc(l.value_len + 1);
-    if (!tide_demo_load_init(&run, "redis_load", a.warmup, a.count) || !l.value)
-        return 1;
-    memset(l.value, 'x', l.value_len);
-
-    /* over a Unix socket the certificate is checked against the server's
-     * name on the loopback address, as there is no host */
-    struct tide_tls_options to = {.ca_file = a.cacert,
-                                  .verify_name = a.name ? a.name
-                                                 : path ? "127.0.0.1"
-                                                        : NULL};
-    struct tide_redis_options o = {
-        .tcp = {.host = path ? NULL : a.host, .port = path ? 0 : a.port},
-        .tls = tls ? &to : NULL,
-        .pool = {.limits = TIDE_LIMITS(.size = a.conc),
-                 .retire_after = reconnect ? 1 : 0},
-        .timeout = TIDE_SEC(10),
-    };
-    o.tcp.path = path;
-    int rc = tide_redis_client_new(run.base, &o, &l.client);
-    if (rc != 0) {
-        fprintf(stderr, "redis_load: %s\n", tide_redis_strerror(rc));
-        return 1;
     }
-    if (tide_demo_load_run(&run, &load_ops, &l, a.conc, a.seconds) != 0)
-        return 1;
-
-    struct tide_redis_stats s;
-    tide_redis_client_stats(l.client, &s);
-    struct tide_demo_load_figures f = tide_demo_load_figures(&run, s.net.made);
-    const char *over = path ? "unix" : tls ? "tls" : "tcp";
-    if (a.csv)
-        printf("%s,%s,%d,%ld,%.0f,%.1f,%.1f,%llu,%.3f,%llu,%ld\n", over, upper,
-               a.conc, f.n, f.rate, f.p50 / 1e3, f.p99 / 1e3,
-               (unsigned long long)f.opened, f.per_k,
-               (unsigned long long)s.net.resumed, run.errors);
-    else
-        printf("%s %s c%d: %ld requests, %.0f requests/s, p50 %.1f us, p99 "
-               "%.1f us, %llu connections opened (%.3f per 1,000 requests), "
-               "%llu TLS resumed, %ld errors\n",
-               over, upper, a.conc, f.n, f.rate, f.p50 / 1e3, f.p99 / 1e3,
-               (unsigned long long)f.opened, f.per_k,
-               (unsigned long long)s.net.resumed, run.errors);
-    bool ok = tide_demo_load_ok(&run);
-    tide_redis_client_free(l.client);
-    tide_demo_load_dispose(&run);
-    free(l.value);
-    return ok ? 0 : 1;
+    char file_password[512];
+    const char *password = getenv("REDIS_PASSWORD");
+    if (password_file) {
+        if (!read_password(password_file, file_password, sizeof file_password))
+            return 2;
+        password = file_password;
+    }
+    if (password && !password[0])
+        password = NULL;
+    if (user && !password) {
+        fprintf(stderr, "redis_load: --user needs a password (--password-file "
+                        "or REDIS_PASSWORD)\n");
+        return usage();
+    }
+    signal(SIGPIPE, SIG_IGN);
+    return run_load(&a, path, upper, tls, reconnect, user, password, db);
 }

@@ -55,10 +55,38 @@ static uint64_t made(void *arg)
     return st.net.made;
 }
 
+static struct tide_evpool *pool(void *arg)
+{
+    struct load *l = arg;
+    return tide_smtp_sender_pool(l->sender);
+}
+
+/* The sender's codes by name, tidepool's through tide_err_name. */
+static const char *err_name(int code)
+{
+    switch (code) {
+    case TIDE_SMTP_ETEMPORARY:
+        return "TIDE_SMTP_ETEMPORARY";
+    case TIDE_SMTP_EPERMANENT:
+        return "TIDE_SMTP_EPERMANENT";
+    case TIDE_SMTP_EPROTOCOL:
+        return "TIDE_SMTP_EPROTOCOL";
+    case TIDE_SMTP_ETIMEDOUT:
+        return "TIDE_SMTP_ETIMEDOUT";
+    case TIDE_SMTP_EUNKNOWN:
+        return "TIDE_SMTP_EUNKNOWN";
+    case TIDE_SMTP_EAUTH:
+        return "TIDE_SMTP_EAUTH";
+    }
+    return tide_err_name(code);
+}
+
 static const struct tide_demo_load_ops load_ops = {
     .send = send_one,
     .strerror = tide_smtp_strerror,
+    .err_name = err_name,
     .made = made,
+    .pool = pool,
 };
 
 static int usage(void)
@@ -90,6 +118,77 @@ static char *make_text(long size, size_t *len)
     return t;
 }
 
+/* Runs the load once the options are read; the exit code. Everything it
+ * makes it frees on every path, so that a run that stops early (a
+ * certificate file that is not there) leaves nothing behind either. */
+static int run_load(const struct tide_demo_load_args *a, long rcpts, long max,
+                    bool starttls, bool per_message)
+{
+    int exit_code = 1;
+    struct tide_demo_load run = {0};
+    struct load l = {.nrcpts = (size_t)rcpts};
+    l.rcpts = calloc((size_t)rcpts, sizeof *l.rcpts);
+    char(*addr)[40] = calloc((size_t)rcpts, sizeof *addr); /* any long fits */
+    l.text = make_text(a->size, &l.text_len);
+    if (!l.rcpts || !addr || !l.text) {
+        fprintf(stderr, "smtp_load: out of memory\n");
+        goto out;
+    }
+    if (!tide_demo_load_init(&run, "smtp_load", a->warmup, a->count))
+        goto out;
+    for (long i = 0; i < rcpts; i++) {
+        snprintf(addr[i], sizeof addr[i], "rcpt%ld@tidepool.test", i);
+        l.rcpts[i] = addr[i];
+    }
+
+    struct tide_tls_options to = {.ca_file = a->cacert, .verify_name = a->name};
+    struct tide_smtp_options o = {
+        .tcp = {.host = a->host, .port = a->port},
+        .tls = starttls ? &to : NULL,
+        .starttls = starttls,
+        .pool = {.limits = TIDE_LIMITS(.size = a->conc)},
+        .max_messages = per_message ? 1 : max,
+        .timeout = TIDE_SEC(20),
+    };
+    int rc = tide_smtp_sender_new(run.base, &o, &l.sender);
+    if (rc != 0) {
+        fprintf(stderr, "smtp_load: %s (%s)\n", tide_smtp_strerror(rc),
+                err_name(rc));
+        goto out;
+    }
+    if (tide_demo_load_run(&run, &load_ops, &l, a->conc, a->seconds) != 0) {
+        fprintf(stderr, "smtp_load: out of memory\n");
+        goto out;
+    }
+
+    struct tide_smtp_stats st;
+    tide_smtp_sender_stats(l.sender, &st);
+    struct tide_demo_load_figures f = tide_demo_load_figures(&run, st.net.made);
+    const char *how = starttls ? "starttls" : "plain";
+    const char *reuse = per_message ? "per-message" : "reuse";
+    if (a->csv)
+        printf("%s,%s,%d,%ld,%.1f,%.2f,%.2f,%llu,%.3f,%llu,%ld\n", how, reuse,
+               a->conc, f.n, f.rate, f.p50 / 1e6, f.p99 / 1e6,
+               (unsigned long long)f.opened, f.per_k,
+               (unsigned long long)st.net.resumed, run.errors);
+    else
+        printf("%s %s c%d: %ld messages, %.1f messages/s, p50 %.2f ms, p99 "
+               "%.2f ms, %llu sessions opened (%.3f per 1,000 messages), "
+               "%llu TLS resumed, %ld errors\n",
+               how, reuse, a->conc, f.n, f.rate, f.p50 / 1e6, f.p99 / 1e6,
+               (unsigned long long)f.opened, f.per_k,
+               (unsigned long long)st.net.resumed, run.errors);
+    exit_code = tide_demo_load_ok(&run) ? 0 : 1;
+out:
+    /* the sender before the base it runs on */
+    tide_smtp_sender_free(l.sender);
+    tide_demo_load_dispose(&run);
+    free(l.text);
+    free(l.rcpts);
+    free(addr);
+    return exit_code;
+}
+
 int main(int argc, char **argv)
 {
     struct tide_demo_load_args a = {.host = "127.0.0.1",
@@ -103,70 +202,19 @@ int main(int argc, char **argv)
     bool starttls = false, per_message = false;
     const struct tide_demo_opt own[] = {
         {.name = "--starttls", .flag = &starttls},
-        {.name = "-m", .l = &rcpts},
+        {.name = "-m", .l = &rcpts, .min = 1, .max = 100},
         {.name = "--per-message", .flag = &per_message},
-        {.name = "--max-messages", .l = &max},
+        {.name = "--max-messages", .l = &max, .min = 1, .max = INT32_MAX},
     };
-    if (!tide_demo_load_args_read(&a, own, sizeof own / sizeof own[0], argc,
-                                  argv) ||
-        rcpts < 1 || rcpts > 100 || max < 1 || (starttls && !a.cacert))
+    if (!tide_demo_load_args_read(&a, "smtp_load", own,
+                                  sizeof own / sizeof own[0], argc, argv))
         return usage();
+    if (starttls && !a.cacert) {
+        fprintf(stderr, "smtp_load: --starttls needs --cacert FILE\n");
+        return usage();
+    }
     if (a.warmup < 0)
         a.warmup = per_message ? 0 : 2L * a.conc;
     signal(SIGPIPE, SIG_IGN);
-
-    struct tide_demo_load run;
-    struct load l = {.nrcpts = (size_t)rcpts};
-    l.rcpts = calloc((size_t)rcpts, sizeof *l.rcpts);
-    char(*addr)[40] = calloc((size_t)rcpts, sizeof *addr); /* any long fits */
-    l.text = make_text(a.size, &l.text_len);
-    if (!tide_demo_load_init(&run, "smtp_load", a.warmup, a.count) ||
-        !l.rcpts || !addr || !l.text)
-        return 1;
-    for (long i = 0; i < rcpts; i++) {
-        snprintf(addr[i], sizeof addr[i], "rcpt%ld@tidepool.test", i);
-        l.rcpts[i] = addr[i];
-    }
-
-    struct tide_tls_options to = {.ca_file = a.cacert, .verify_name = a.name};
-    struct tide_smtp_options o = {
-        .tcp = {.host = a.host, .port = a.port},
-        .tls = starttls ? &to : NULL,
-        .starttls = starttls,
-        .pool = {.limits = TIDE_LIMITS(.size = a.conc)},
-        .max_messages = per_message ? 1 : max,
-        .timeout = TIDE_SEC(20),
-    };
-    int rc = tide_smtp_sender_new(run.base, &o, &l.sender);
-    if (rc != 0) {
-        fprintf(stderr, "smtp_load: %s\n", tide_smtp_strerror(rc));
-        return 1;
-    }
-    if (tide_demo_load_run(&run, &load_ops, &l, a.conc, a.seconds) != 0)
-        return 1;
-
-    struct tide_smtp_stats st;
-    tide_smtp_sender_stats(l.sender, &st);
-    struct tide_demo_load_figures f = tide_demo_load_figures(&run, st.net.made);
-    const char *how = starttls ? "starttls" : "plain";
-    const char *reuse = per_message ? "per-message" : "reuse";
-    if (a.csv)
-        printf("%s,%s,%d,%ld,%.1f,%.2f,%.2f,%llu,%.3f,%llu,%ld\n", how, reuse,
-               a.conc, f.n, f.rate, f.p50 / 1e6, f.p99 / 1e6,
-               (unsigned long long)f.opened, f.per_k,
-               (unsigned long long)st.net.resumed, run.errors);
-    else
-        printf("%s %s c%d: %ld messages, %.1f messages/s, p50 %.2f ms, p99 "
-               "%.2f ms, %llu sessions opened (%.3f per 1,000 messages), "
-               "%llu TLS resumed, %ld errors\n",
-               how, reuse, a.conc, f.n, f.rate, f.p50 / 1e6, f.p99 / 1e6,
-               (unsigned long long)f.opened, f.per_k,
-               (unsigned long long)st.net.resumed, run.errors);
-    bool ok = tide_demo_load_ok(&run);
-    tide_smtp_sender_free(l.sender);
-    tide_demo_load_dispose(&run);
-    free(l.text);
-    free(l.rcpts);
-    free(addr);
-    return ok ? 0 : 1;
+    return run_load(&a, rcpts, max, starttls, per_message);
 }
