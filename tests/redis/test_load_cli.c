@@ -1,0 +1,215 @@
+/* redis_load as a user runs it, against the fixture's redis-server: every
+ * number it reads is read whole and a bad one is refused by name (exit 2);
+ * a run that fails says why, the warm-up's failures and connections that
+ * never came included; a send the pool refuses is said once and stops the
+ * run; AUTH and SELECT come from its options. The program is built from
+ * demos/redis/redis_load.c beside this test (its path is argv[1]), with
+ * the same sanitizers: under AddressSanitizer a leak on any of these
+ * paths, the early exits included, makes its exit nonzero. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "load_child.h"
+
+static const char *prog; /* the redis_load under test */
+
+#define RUN(ms, ...)          TIDE_TEST_PROG(prog, NULL, ms, __VA_ARGS__)
+#define RUN_ENV(env, ms, ...) TIDE_TEST_PROG(prog, env, ms, __VA_ARGS__)
+#define EXPECT                TIDE_TEST_EXPECT
+
+static void port_str(char *buf, size_t len, int port)
+{
+    snprintf(buf, len, "%d", port);
+}
+
+START_TEST(bad_numbers_are_refused_by_name)
+{
+    /* each was read as something else: 6379, 10, a late EINVAL, a silent
+     * exit 1 */
+    struct tide_test_prog_run r = RUN(10000, "--port", "abc");
+    EXPECT(r, 2, "--port", "'abc'");
+    r = RUN(10000, "-n", "10x");
+    EXPECT(r, 2, "-n", "'10x'");
+    r = RUN(10000, "--port", "99999");
+    EXPECT(r, 2, "--port", "'99999'", "65535");
+    r = RUN(10000, "-n", "100000000000");
+    EXPECT(r, 2, "-n", "'100000000000'");
+    r = RUN(10000, "-c", "0");
+    EXPECT(r, 2, "-c", "'0'");
+    r = RUN(10000, "--seconds", "5x");
+    EXPECT(r, 2, "--seconds", "'5x'");
+    r = RUN(10000, "--warmup", "-1");
+    EXPECT(r, 2, "--warmup", "'-1'");
+    r = RUN(10000, "-d", " 3");
+    EXPECT(r, 2, "-d", "' 3'");
+    r = RUN(10000, "--db", "x");
+    EXPECT(r, 2, "--db", "'x'");
+    r = RUN(10000, "--port");
+    EXPECT(r, 2, "--port needs a value");
+    r = RUN(10000, "--prot", "1");
+    EXPECT(r, 2, "unknown option '--prot'");
+}
+END_TEST
+
+START_TEST(good_numbers_run)
+{
+    char port[16];
+    port_str(port, sizeof port, rx->server.port);
+    struct tide_test_prog_run r =
+        RUN(30000, "--port", port, "-n", "20", "-c", "2", "--seconds", "10");
+    EXPECT(r, 0, "");
+    ck_assert_msg(strstr(r.out, "tcp GET c2: 20 requests"), "stdout: %s",
+                  r.out);
+}
+END_TEST
+
+START_TEST(missing_cacert_frees_everything)
+{
+    char port[16];
+    port_str(port, sizeof port, rx->server.tls_port);
+    struct tide_test_prog_run r =
+        RUN(10000, "--port", port, "--tls", "--cacert", "/nonexistent/ca.pem");
+    EXPECT(r, 1, "redis_load: ");
+}
+END_TEST
+
+START_TEST(unix_socket_missing_says_why)
+{
+    struct tide_test_prog_run r =
+        RUN(20000, "--unix", "/nonexistent.sock", "-n", "10", "--seconds", "3");
+    EXPECT(r, 1, "first error (in the warm-up)", "/nonexistent.sock",
+           "No such file or directory", "(TIDE_ENOSOCKET)");
+}
+END_TEST
+
+START_TEST(tls_to_plain_port_says_why)
+{
+    /* the server reads the ClientHello as a command it waits to end: the
+     * handshake ends at its timeout (4 s) only */
+    char port[16];
+    port_str(port, sizeof port, rx->server.port);
+    struct tide_test_prog_run r =
+        RUN(30000, "--port", port, "--tls", "--cacert", rx->server.ca_path,
+            "-c", "1", "-n", "5", "--seconds", "7");
+    EXPECT(r, 1, "first error (in the warm-up)", "TLS handshake",
+           "(TIDE_EHANDSHAKE_TIMEOUT)");
+    /* before that timeout: the make still running is said */
+    r = RUN(30000, "--port", port, "--tls", "--cacert", rx->server.ca_path,
+            "-c", "1", "-n", "5", "--seconds", "1");
+    EXPECT(r, 1, "none failed", "1 still running");
+}
+END_TEST
+
+START_TEST(queue_full_said_once_and_stops)
+{
+    char port[16];
+    port_str(port, sizeof port, rx->server.port);
+    int64_t t0 = now_ms();
+    struct tide_test_prog_run r = RUN(30000, "--port", port, "-c", "100000",
+                                      "-n", "10", "--seconds", "20");
+    EXPECT(r, 1, "too many callers waiting", "(TIDE_EQUEUEFULL)");
+    ck_assert_msg(tide_test_count(r.err, "too many callers waiting") == 1,
+                  "stderr:\n%.2000s", r.err);
+    ck_assert_msg(r.err_lines <= 5, "%d lines on stderr:\n%.2000s", r.err_lines,
+                  r.err);
+    /* stopped, not run out of its 20 s */
+    ck_assert_msg(now_ms() - t0 < 10000, "ran %lld ms",
+                  (long long)(now_ms() - t0));
+    ck_assert_ptr_null(strstr(r.err, "out of time"));
+}
+END_TEST
+
+static void require_password(const char *password)
+{
+    char command[128];
+    snprintf(command, sizeof command, "CONFIG SET requirepass %s", password);
+    redisReply *reply = redis_admin_command(&rx->server, command);
+    ck_assert_msg(reply && reply->type != REDIS_REPLY_ERROR, "%s: %s", command,
+                  reply ? reply->str : "no reply");
+    freeReplyObject(reply);
+    snprintf(rx->server.password, sizeof rx->server.password, "%s", password);
+}
+
+START_TEST(wrong_password_says_wrongpass)
+{
+    require_password("s3cret");
+    char port[16];
+    port_str(port, sizeof port, rx->server.port);
+    const char *const env[] = {"REDIS_PASSWORD=wrong", NULL};
+    struct tide_test_prog_run r =
+        RUN_ENV(env, 30000, "--port", port, "-c", "1", "-n", "5", "--warmup",
+                "0", "--seconds", "10");
+    EXPECT(r, 1, "first error: ", "WRONGPASS", "(TIDE_ESETUP)");
+    /* and none at all: Redis's own NOAUTH */
+    r = RUN(30000, "--port", port, "-c", "1", "-n", "5", "--warmup", "0",
+            "--seconds", "10");
+    EXPECT(r, 1, "NOAUTH");
+}
+END_TEST
+
+START_TEST(right_password_and_db_run)
+{
+    require_password("s3cret");
+    char port[16], file[PATH_MAX];
+    port_str(port, sizeof port, rx->server.port);
+    snprintf(file, sizeof file, "%s/password", rx->server.child.dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs("s3cret\n", f), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    /* from the file, as the default ACL user, into database 3 */
+    struct tide_test_prog_run r =
+        RUN(30000, "--port", port, "--password-file", file, "--user", "default",
+            "--db", "3", "-t", "set", "-c", "2", "-n", "20", "--seconds", "10");
+    EXPECT(r, 0, "");
+    ck_assert_msg(strstr(r.out, "20 requests"), "stdout: %s", r.out);
+    redisReply *reply = redis_admin_command(&rx->server, "INFO keyspace");
+    ck_assert_ptr_nonnull(reply);
+    ck_assert_msg(reply->type == REDIS_REPLY_STRING &&
+                      strstr(reply->str, "db3:keys=1") &&
+                      !strstr(reply->str, "db0:"),
+                  "keyspace: %s", reply->str);
+    freeReplyObject(reply);
+    /* from the environment */
+    const char *const env[] = {"REDIS_PASSWORD=s3cret", NULL};
+    r = RUN_ENV(env, 30000, "--port", port, "-c", "2", "-n", "20", "--seconds",
+                "10");
+    EXPECT(r, 0, "");
+    /* an empty file is refused by name */
+    f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fclose(f), 0);
+    r = RUN(10000, "--port", port, "--password-file", file);
+    EXPECT(r, 2, "--password-file", "no password");
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("redis_load_cli");
+    TCase *tc = tcase_create("cli");
+    redis_fixture_add(tc, 90);
+    tcase_add_test(tc, bad_numbers_are_refused_by_name);
+    tcase_add_test(tc, good_numbers_run);
+    tcase_add_test(tc, missing_cacert_frees_everything);
+    tcase_add_test(tc, unix_socket_missing_says_why);
+    tcase_add_test(tc, tls_to_plain_port_says_why);
+    tcase_add_test(tc, queue_full_said_once_and_stops);
+    tcase_add_test(tc, wrong_password_says_wrongpass);
+    tcase_add_test(tc, right_password_and_db_run);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s PATH-OF-REDIS_LOAD\n", argv[0]);
+        return 2;
+    }
+    prog = argv[1];
+    return redis_test_main(make_suite);
+}
