@@ -137,6 +137,11 @@ void tide__deadline_stop_timer(struct tide_acquire *w)
     w->timer = NULL;
 }
 
+void tide__deadline_drop(struct tide_acquire *w)
+{
+    tide__deadline_stop(w);
+}
+
 void tide__deadlines_sync(struct tide_evpool *p)
 {
     for (int k = 0; k < DEADLINE_QUEUES; k++) {

@@ -474,6 +474,10 @@ void tide__deadlines_init(struct tide_evpool *p);
 int tide__deadline_start(struct tide_evpool *p, struct tide_acquire *w,
                          int64_t span);
 void tide__deadline_stop_timer(struct tide_acquire *w);
+/* tide__deadline_stop out of line, for the rare record freed with its
+ * timeout still running (a cancel, a free): kept out of the paths that
+ * free a record every loan. */
+void tide__deadline_drop(struct tide_acquire *w);
 
 /* w joins deadline queue k (q) at its tail. */
 static inline void tide__deadline_join(struct deadline_queue *q, int k,

@@ -38,7 +38,7 @@ static void forget_message(struct tide_acquire *w)
 static void waiter_free(struct tide_acquire *w)
 {
     if (w->queue >= 0 || w->timer)
-        tide__deadline_stop(w);
+        tide__deadline_drop(w);
     if (w->message)
         forget_message(w);
     struct tide_evpool *p = w->pool;
