@@ -450,7 +450,20 @@ void tide__conn_give(struct tide_evpool *p, uint32_t i);
 void tide__report(struct tide_evpool *p, bool ok);
 
 /* serve.c */
-void tide__serve_schedule(struct tide_evpool *p);
+/* The pump's event made active, once for any number of callers. */
+void tide__serve_activate(struct tide_evpool *p);
+/* Has the pump run soon. While it runs, what would schedule it (a caller
+ * acquiring again from its callback, a release there) asks for another
+ * round of the same run instead: no event made active and dispatched, no
+ * clock read, per caller served, on a busy loop. Inline, as that is the
+ * common case and a call would cost its callers their registers. */
+static inline void tide__serve_schedule(struct tide_evpool *p)
+{
+    if (p->pumping)
+        p->pump_again = true;
+    else
+        tide__serve_activate(p);
+}
 void tide__wake_init(struct tide_evpool *p, struct wake *w);
 /* Arms w to run the pump in span ns, unless it is armed already. */
 void tide__wake_in(struct wake *w, int64_t span);

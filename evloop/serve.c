@@ -10,16 +10,8 @@
 
 #include "evloop_internal.h"
 
-/* While the pump runs, what would schedule it (a caller acquiring again
- * from its callback, a release there) asks for another round of the same
- * run instead: no event made active and dispatched, no clock read, per
- * caller served, on a busy loop. */
-void tide__serve_schedule(struct tide_evpool *p)
+void tide__serve_activate(struct tide_evpool *p)
 {
-    if (p->pumping) {
-        p->pump_again = true;
-        return;
-    }
     if (!p->pump_due) { /* a thousand callers queued: one event_active */
         p->pump_due = true;
         event_active(&p->pump, EV_TIMEOUT, 0);
