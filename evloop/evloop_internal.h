@@ -476,6 +476,10 @@ void tide__serve_made(struct tide_evpool *p, uint32_t i);
 void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
                          int status, void *resource, enum tide_guard guard,
                          int64_t retry_after, const char *message);
+/* The answer of a loan: tide__waiter_answer with status 0 and nothing
+ * else to say. */
+void tide__waiter_lend(struct tide_evpool *p, struct tide_acquire *w,
+                       void *resource);
 void tide__waiters_deliver(struct tide_evpool *p);
 void tide__waiters_fail_all(struct tide_evpool *p, int status);
 void tide__waiters_free_all(struct tide_evpool *p);

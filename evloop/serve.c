@@ -66,8 +66,7 @@ static void drop_retry_if_unwanted(struct tide_evpool *p)
 static void hand_over(struct tide_evpool *p, uint32_t i)
 {
     tide__loan_start(p, i);
-    tide__waiter_answer(p, p->queued.head, 0, p->conns[i].resource,
-                        TIDE_GUARD_NONE, 0, NULL);
+    tide__waiter_lend(p, p->queued.head, p->conns[i].resource);
 }
 
 void tide__serve_made(struct tide_evpool *p, uint32_t i)

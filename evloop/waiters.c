@@ -83,6 +83,14 @@ void tide__waiter_answer(struct tide_evpool *p, struct tide_acquire *w,
     ready(p, w, status, resource, guard, retry_after, message);
 }
 
+void tide__waiter_lend(struct tide_evpool *p, struct tide_acquire *w,
+                       void *resource)
+{
+    TIDE__LIST_UNLINK(&p->queued, w);
+    tide__deadline_stop(w);
+    ready(p, w, 0, resource, TIDE_GUARD_NONE, 0, NULL);
+}
+
 /* Delivers the ready answers, oldest first. A callback may free the pool:
  * then the rest are dropped with it (free runs when the pump unwinds). */
 void tide__waiters_deliver(struct tide_evpool *p)
