@@ -182,6 +182,10 @@ static void serve_waiters(struct tide_evpool *p)
         case TIDE_READY:
         case TIDE_STALE:
             lend_idle(p, t);
+            /* a busy pool's usual round: its one idle resource went to the
+             * head, and the next take could only wait */
+            if (p->queued.count > 0 && tide_pool_must_wait(p->core))
+                return;
             break;
         case TIDE_MAKE:
             tide__make_start(p, true);
