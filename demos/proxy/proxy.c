@@ -284,6 +284,17 @@ struct client {
     bool orphan;
 };
 
+/* How a lent upstream connection ends an exchange. */
+enum give {
+    GIVE_RELEASE, /* the response is whole and the upstream keeps it */
+    GIVE_RETIRE,  /* whole, but the upstream closes it (Connection: close,
+                     HTTP/1.0, a body until close): the upstream served */
+    GIVE_ABANDON, /* the client went away, or the proxy stopped reading:
+                     nothing the upstream did */
+    GIVE_DISCARD, /* the upstream failed: a connect or read error, a reset,
+                     a bad, cut or late response */
+};
+
 /* What an orphaned exchange may still read to save its connection; a
  * bigger rest (or one of unknown length) is cheaper to reconnect. */
 #define ORPHAN_MAX (64 * 1024)
@@ -745,9 +756,12 @@ static const http_parser_settings response_settings = {
 /* ---- the exchange ---- */
 
 /* The upstream connection leaves the exchange: back to its pool when the
- * response is whole and the upstream keeps it, else destroyed. */
-static void give_back(struct client *c, bool keep)
+ * response is whole and the upstream keeps it, else destroyed, telling the
+ * pool whose doing the end was, since its breaker and backoff judge the
+ * upstream by it. */
+static void give_back(struct client *c, enum give how)
 {
+    bool keep = how == GIVE_RELEASE;
     if (!c->ub)
         return;
     bufferevent_setcb(c->ub, NULL, NULL, NULL, NULL);
@@ -762,11 +776,22 @@ static void give_back(struct client *c, bool keep)
         px_buf_clear(&c->uin);
         c->raw = false;
     }
-    if (keep) {
+    switch (how) {
+    case GIVE_RELEASE:
         (void)tide_group_release(c->px->group, c->up, c->ub);
-    } else {
+        break;
+    case GIVE_RETIRE:
+        c->px->stats.retired++;
+        (void)tide_group_retire(c->px->group, c->up, c->ub);
+        break;
+    case GIVE_ABANDON:
+        c->px->stats.abandoned++;
+        (void)tide_group_abandon(c->px->group, c->up, c->ub);
+        break;
+    case GIVE_DISCARD:
         c->px->stats.discarded++;
         (void)tide_group_discard(c->px->group, c->up, c->ub);
+        break;
     }
     c->ub = NULL;
     c->up = NULL;
@@ -782,11 +807,12 @@ static bool idempotent(unsigned method)
 static void exchange_failed(struct client *c, const char *why)
 {
     if (c->orphan) {
-        client_kill(c); /* discards the connection */
+        give_back(c, GIVE_DISCARD); /* read for nobody, but it failed */
+        client_kill(c);
         return;
     }
     bool retry = !c->any_byte && !c->retried && idempotent(c->method);
-    give_back(c, false);
+    give_back(c, GIVE_DISCARD);
     if (retry) {
         c->retried = true;
         c->px->stats.retries++;
@@ -826,14 +852,19 @@ static void upstream_parse(struct client *c)
     if (err == HPE_PAUSED)
         err = HPE_OK;
     if (err != HPE_OK) {
+        if (c->orphan && err == HPE_CB_headers_complete) {
+            client_kill(c); /* rs_headers_done: not worth reading */
+            return;
+        }
         exchange_failed(c, http_errno_description(err));
         return;
     }
     if (!c->resp_done)
         return;
-    /* bytes after the response: the connection is not clean */
-    bool keep = c->upstream_reusable && len == used;
-    give_back(c, keep);
+    /* bytes after the response to our one request: the upstream's fault */
+    give_back(c, len != used            ? GIVE_DISCARD
+                 : c->upstream_reusable ? GIVE_RELEASE
+                                        : GIVE_RETIRE);
     c->px->stats.responses++;
     client_next(c);
 }
@@ -853,10 +884,10 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
     struct client *c = arg;
     if (what & BEV_EVENT_TIMEOUT) {
         if (c->orphan) {
-            client_kill(c);
+            client_kill(c); /* the second the proxy gave it ran out */
             return;
         }
-        give_back(c, false);
+        give_back(c, GIVE_DISCARD);
         if (c->head_sent) {
             c->px->stats.aborted++;
             client_kill(c);
@@ -875,7 +906,7 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
         /* EOF ends a body read until close */
         http_parser_execute(&c->resp_parser, &response_settings, NULL, 0);
         if (c->resp_done) {
-            give_back(c, false);
+            give_back(c, GIVE_RETIRE); /* a body until close: served */
             c->px->stats.responses++;
             client_next(c);
             return;
@@ -1148,8 +1179,10 @@ static bool client_orphan(struct client *c)
     return true;
 }
 
-/* Ends the client now (its upstream connection, if any, is discarded:
- * half a response may be in it) and frees it from the loop. */
+/* Ends the client now (its upstream connection, if any, is abandoned:
+ * half a response may be in it, and the upstream did nothing wrong; a
+ * caller that saw the upstream fail discarded it first) and frees it from
+ * the loop. */
 static void client_kill(struct client *c)
 {
     if (c->state == C_DEAD)
@@ -1158,7 +1191,7 @@ static void client_kill(struct client *c)
     if (c->acquiring)
         tide_group_cancel(c->acquiring, false);
     c->acquiring = NULL;
-    give_back(c, false);
+    give_back(c, GIVE_ABANDON);
     event_del(&c->rd);
     event_del(&c->wr);
     event_active(&c->reap, EV_TIMEOUT, 0);
@@ -1175,8 +1208,9 @@ static void client_free(struct client *c)
 {
     if (c->acquiring)
         tide_group_cancel(c->acquiring, false);
-    /* a response cut short leaves bytes in the upstream connection */
-    give_back(c, false);
+    /* a response cut short leaves bytes in the upstream connection; the
+     * proxy is going away, not the upstream failing */
+    give_back(c, GIVE_ABANDON);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -1256,13 +1290,16 @@ int px_new(struct event_base *base, struct tide_group *group,
     if (inet_pton(AF_INET, opt.listen_host ? opt.listen_host : "127.0.0.1",
                   &sin.sin_addr) != 1) {
         free(px);
+        errno = EINVAL; /* not an IPv4 literal */
         return -1;
     }
     px->listener = evconnlistener_new_bind(
         base, on_accept, px, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
         (struct sockaddr *)&sin, sizeof sin);
     if (!px->listener) {
+        int e = errno; /* bind's or listen's, for the caller */
         free(px);
+        errno = e;
         return -1;
     }
     struct sockaddr_in bound;

@@ -6,8 +6,12 @@
  * tide_pick), and its response is streamed back framed as it came
  * (Content-Length), or chunked (chunked or until-close bodies), or with no
  * body at all (HEAD, 1xx, 204, 304). The upstream connection goes back to
- * its pool only when the response is complete; an upstream `Connection:
- * close`, an until-close body or anything left half done discards it.
+ * its pool only when the response is complete. Otherwise it is destroyed,
+ * and its pool told whose doing that was, as its breaker and backoff judge
+ * the upstream by it: retired (a success) after a whole response the
+ * upstream closes (`Connection: close`, HTTP/1.0 without keep-alive, a
+ * body until close); abandoned (no outcome) when the client went away;
+ * discarded (a failure) only when the upstream failed.
  * Hop-by-hop headers are removed both ways and X-Forwarded-For is added.
  * Parsing is libhttp-parser's.
  *
@@ -19,7 +23,7 @@
  * sent once more on another connection when its method is idempotent,
  * never for POST or PATCH. A client that leaves mid-response: the rest is
  * read for nobody when it is small (64 KiB at most, by length, within a
- * second) and the connection released whole; otherwise it is discarded,
+ * second) and the connection released whole; otherwise it is abandoned,
  * never lent again with half a response in it.
  *
  * GET /_tidepool/stats answers every upstream's pool stats as JSON,
@@ -46,8 +50,9 @@ struct px_options {
 };
 
 /* Creates a proxy listening on o's address, serving through `group`
- * (borrowed; must outlive the proxy). 0, or -1 with errno-like failure
- * (cannot bind). */
+ * (borrowed; must outlive the proxy). 0, or -1 with errno set: EINVAL
+ * for a host that is not an IPv4 literal, else bind's or listen's
+ * (EADDRINUSE...). */
 int px_new(struct event_base *base, struct tide_group *group,
            const struct px_options *o, struct px **out);
 
@@ -55,7 +60,8 @@ int px_new(struct event_base *base, struct tide_group *group,
 int px_port(const struct px *p);
 
 /* Stops listening and closes every client connection; lent upstream
- * connections are discarded (half a response in them). */
+ * connections are abandoned (half a response in them, through no fault
+ * of the upstream). */
 void px_free(struct px *p);
 
 struct px_stats {
@@ -68,7 +74,14 @@ struct px_stats {
     uint64_t aborted;   /* clients gone mid-response */
     uint64_t orphans;   /* of those, responses read to their end for
                            nobody so the connection went back whole */
-    uint64_t discarded; /* upstream connections discarded */
+    uint64_t discarded; /* upstream connections discarded: the upstream
+                           failed (a connect or read error, a reset, a bad,
+                           cut or late response) */
+    uint64_t retired;   /* ended after a whole response the upstream
+                           closes (Connection: close, a body until close):
+                           the upstream's success */
+    uint64_t abandoned; /* ended because the client went away (or the
+                           proxy closed): no outcome for the upstream */
     uint64_t paused;    /* times an upstream's reading stopped while a
                            slow client caught up */
     int64_t clients;    /* client connections open */

@@ -33,9 +33,6 @@ struct event_base *base;
 struct px *proxy;
 struct tide_group *group;
 
-#define MAX_UPS 4
-static struct tide_tcp_factory *factories[MAX_UPS];
-static int n_factories;
 static unsigned char *files[3];
 static const size_t file_sizes[3] = {0, 1024, 1024 * 1024};
 static int fds_at_setup;
@@ -736,71 +733,81 @@ void origin_stop(void)
 /* ---- the proxy ---- */
 
 int64_t proxy_response_timeout;
+struct tide_tls_factory *tls_factory;
+static struct px_upstreams ups;
 
-/* The proxy on the group made, with the tests' timeouts. */
-static void open_proxy(void)
+/* The proxy as main.c builds it, from a command line: the tests' own
+ * address and timeouts, then `extra` (NULL-terminated, may be NULL). */
+static void open_proxy(const char *const *upstreams, int n, int size,
+                       const char *const *extra)
 {
-    ck_assert_int_eq(
-        px_new(base, group,
-               &(struct px_options){.acquire_timeout = TIDE_SEC(3),
-                                    .response_timeout = proxy_response_timeout},
-               &proxy),
-        0);
+    char sizes[16], response[24];
+    const char *argv[64] = {"proxy", "--listen", "127.0.0.1:0"};
+    int argc = 3;
+    for (int i = 0; i < n; i++) {
+        argv[argc++] = "--upstream";
+        argv[argc++] = upstreams[i];
+    }
+    snprintf(sizes, sizeof sizes, "%d", size);
+    argv[argc++] = "--pool-size";
+    argv[argc++] = sizes;
+    argv[argc++] = "--acquire-timeout";
+    argv[argc++] = "3000";
+    argv[argc++] = "--connect-timeout";
+    argv[argc++] = "2000";
+    if (proxy_response_timeout) {
+        snprintf(response, sizeof response, "%lld",
+                 (long long)(proxy_response_timeout / TIDE_MS(1)));
+        argv[argc++] = "--response-timeout";
+        argv[argc++] = response;
+    }
+    for (int i = 0; extra && extra[i]; i++) {
+        ck_assert_int_lt(argc, 63);
+        argv[argc++] = extra[i];
+    }
+    struct px_config cfg;
+    px_config_init(&cfg);
+    char err[512];
+    ck_assert_msg(
+        px_config_parse(&cfg, argc, (char *const *)argv, err, sizeof err) == 0,
+        "%s", err);
+    if (strncmp(upstreams[0], "tls://", 6) == 0) {
+        pki_ready();
+        cfg.ca_pem = ca_pem;
+    }
+    ck_assert_msg(px_upstreams_open(&ups, base, &cfg, err, sizeof err) == 0,
+                  "%s", err);
+    group = ups.group;
+    tls_factory = ups.tls[0];
+    struct px_options o;
+    px_config_proxy_options(&cfg, &o);
+    ck_assert_int_eq(px_new(base, group, &o, &proxy), 0);
+}
+
+void proxy_start_with(const int *ports, int n, int size,
+                      const char *const *extra)
+{
+    ck_assert_int_le(n, 4);
+    char names[4][32];
+    const char *upstreams[4];
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "127.0.0.1:%d", ports[i]);
+        upstreams[i] = names[i];
+    }
+    open_proxy(upstreams, n, size, extra);
 }
 
 void proxy_start(const int *ports, int n, int size)
 {
-    ck_assert_int_le(n, MAX_UPS);
-    ck_assert_int_eq(
-        tide_group_new(base, &(struct tide_group_options){0}, &group), 0);
-    for (int i = 0; i < n; i++) {
-        struct tide_tcp_options t = {.host = "127.0.0.1",
-                                     .port = ports[i],
-                                     .connect_timeout = TIDE_SEC(2)};
-        ck_assert_int_eq(tide_tcp_factory_new(base, &t, &factories[i]), 0);
-        n_factories = i + 1;
-        struct tide_factory f;
-        tide_tcp_factory_bind(factories[i], &f);
-        struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
-                                         .cooldown = TIDE_MS(300)};
-        struct tide_evpool_options o = {
-            .limits = TIDE_LIMITS(.size = size, .idle = size),
-            .ward = {.breaker = &b},
-            .queue_max = 100000,
-        };
-        char name[32];
-        snprintf(name, sizeof name, "127.0.0.1:%d", ports[i]);
-        struct tide_group_upstream *u;
-        ck_assert_int_eq(tide_group_add(group, name, &f, &o, &u), 0);
-    }
-    open_proxy();
+    proxy_start_with(ports, n, size, NULL);
 }
-
-struct tide_tls_factory *tls_factory;
 
 void proxy_start_tls(int port, int size)
 {
-    pki_ready();
-    ck_assert_int_eq(
-        tide_group_new(base, &(struct tide_group_options){0}, &group), 0);
-    struct tide_tls_options t = {
-        .tcp = {.host = "127.0.0.1",
-                .port = port,
-                .connect_timeout = TIDE_SEC(2)},
-        .ca_pem = ca_pem,
-    };
-    ck_assert_int_eq(tide_tls_factory_new(base, &t, &tls_factory), 0);
-    struct tide_factory f;
-    tide_tls_factory_bind(tls_factory, &f);
-    struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.size = size, .idle = size),
-        .queue_max = 100000,
-    };
     char name[48];
     snprintf(name, sizeof name, "tls://127.0.0.1:%d", port);
-    struct tide_group_upstream *u;
-    ck_assert_int_eq(tide_group_add(group, name, &f, &o, &u), 0);
-    open_proxy();
+    const char *upstreams[1] = {name};
+    open_proxy(upstreams, 1, size, NULL);
 }
 
 int proxy_port(void)
@@ -828,13 +835,9 @@ void proxy_stop(void)
         for (int i = 0; i < 3000 && !closed_flag; i++)
             run_ms(1);
         ck_assert_msg(closed_flag, "the group did not close");
-        tide_group_free(group);
-        group = NULL;
     }
-    for (int i = 0; i < n_factories; i++)
-        tide_tcp_factory_free(factories[i]);
-    n_factories = 0;
-    tide_tls_factory_free(tls_factory);
+    px_upstreams_dispose(&ups);
+    group = NULL;
     tls_factory = NULL;
 }
 

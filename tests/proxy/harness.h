@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "child.h"
+#include "config.h"
 #include "proxy.h"
 #include "runner.h"
 
@@ -65,13 +66,18 @@ void origin_stop(void);
 
 /* ---- the proxy ---- */
 
-/* A group of TCP upstreams on the given ports, each a pool of `size` with
- * a five-strikes breaker (cooldown 300 ms), and the proxy in front. */
+/* The proxy as main.c builds it (config.c: its defaults, the default ward
+ * on every upstream) on TCP upstreams 127.0.0.1:port, pools of `size`, an
+ * acquire timeout of 3 s and a connect timeout of 2 s. */
 void proxy_start(const int *ports, int n, int size);
+/* The same with more command-line words after those (NULL-terminated),
+ * such as "--breaker-cooldown", "300". */
+void proxy_start_with(const int *ports, int n, int size,
+                      const char *const *extra);
 /* The proxy's response_timeout for the next proxy_start (0: its preset);
  * set back to 0 by harness_setup. */
 extern int64_t proxy_response_timeout;
-/* One TLS upstream, 127.0.0.1:port, trusting the harness's CA and
+/* One TLS upstream, tls://127.0.0.1:port, trusting the harness's CA and
  * checking the certificate's IP address, a pool of `size`. */
 void proxy_start_tls(int port, int size);
 /* The TLS factory of proxy_start_tls, for its stats; NULL otherwise. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tidepool/tls.h>
@@ -253,7 +254,7 @@ static void close_then_more(void *arg)
     close(fd);
 }
 
-START_TEST(origin_connection_close_discards_after_the_response)
+START_TEST(origin_connection_close_retires_after_the_response)
 {
     int port = origin_start();
     proxy_start(&port, 1, 2);
@@ -264,8 +265,67 @@ START_TEST(origin_connection_close_discards_after_the_response)
     tide_group_stats(group, &s);
     /* each close answer ended its connection: 3 closes, so 3 or 4 made */
     ck_assert_uint_ge(s.pools.made, 3);
-    ck_assert_uint_eq(pstats().discarded, 3);
+    ck_assert_uint_eq(pstats().retired, 3);
+    ck_assert_uint_eq(pstats().discarded, 0);
     ck_assert_uint_eq(pstats().errors_502, 0);
+}
+END_TEST
+
+struct closing_job {
+    int port;
+    int n;
+    int ok;
+    int status_503;
+    int other;
+};
+
+static void close_answers_in_a_row(void *arg)
+{
+    struct closing_job *j = arg;
+    int fd = client_connect(j->port);
+    for (int i = 0; i < j->n; i++) {
+        struct response r;
+        if (fd < 0 ||
+            !client_request(fd, "GET", "/echo?close", NULL, 0, false, &r)) {
+            j->other++;
+            if (fd >= 0)
+                close(fd);
+            fd = client_connect(j->port);
+            continue;
+        }
+        if (r.status == 200)
+            j->ok++;
+        else if (r.status == 503)
+            j->status_503++;
+        else
+            j->other++;
+        response_dispose(&r);
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+/* An upstream that closes after every response served every one of them:
+ * with the default ward its breaker must not open, nor its makes count as
+ * failed (a failed make within a second, if it were blamed). */
+START_TEST(a_healthy_origin_answering_connection_close_is_never_blamed)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 2);
+    struct closing_job j = {.port = proxy_port(), .n = 50};
+    run_client(close_answers_in_a_row, &j, 20000);
+    ck_assert_int_eq(j.status_503, 0);
+    ck_assert_int_eq(j.other, 0);
+    ck_assert_int_eq(j.ok, 50);
+    struct tide_group_upstream *u;
+    ck_assert_uint_eq(tide_group_upstreams(group, &u, 1), 1);
+    struct tide_evpool_stats st;
+    tide_group_upstream_stats(u, &st, NULL);
+    ck_assert_uint_eq(st.make_failures, 0);
+    ck_assert_int_eq(st.breaker, TIDE_BREAKER_ACTIVE);
+    ck_assert_uint_eq(st.retired, 50);
+    ck_assert_uint_eq(pstats().retired, 50);
+    ck_assert_uint_eq(pstats().discarded, 0);
 }
 END_TEST
 
@@ -374,20 +434,79 @@ static void sequential_gets(void *arg)
     }
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A port with nothing on it (connects are refused), kept for nginx later. */
+static int dead_port(void)
+{
+    struct nginx probe = {0};
+    nginx_start(&probe, 0, NULL);
+    int port = probe.port;
+    nginx_cleanup(&probe);
+    return port;
+}
+
+static struct tide_evpool_stats upstream_stats(int i)
+{
+    struct tide_group_upstream *u[4];
+    ck_assert_int_gt(tide_group_upstreams(group, u, 4), i);
+    struct tide_evpool_stats st;
+    tide_group_upstream_stats(u[i], &st, NULL);
+    return st;
+}
+
+struct hammer_job {
+    int port;
+    int n;
+    int status_503;
+    int other;
+    bool retry_after_ok;
+    int64_t slowest_ms;
+};
+
+/* Fresh connections as fast as they are answered. */
+static void hammer(void *arg)
+{
+    struct hammer_job *j = arg;
+    j->retry_after_ok = true;
+    for (int i = 0; i < j->n; i++) {
+        int fd = client_connect(j->port);
+        struct response r;
+        int64_t t0 = now_ms();
+        client_request(fd, "GET", "/f0", NULL, 0, false, &r);
+        int64_t ms = now_ms() - t0;
+        if (ms > j->slowest_ms)
+            j->slowest_ms = ms;
+        if (r.status == 503) {
+            j->status_503++;
+            long ra = atol(r.retry_after);
+            if (ra < 1 || ra > 5)
+                j->retry_after_ok = false;
+        } else {
+            j->other++;
+        }
+        response_dispose(&r);
+        close(fd);
+    }
+}
+
+/* The proxy as it ships (the default ward): a dead origin answers 502
+ * until five strikes open its breaker, then 503 at once with Retry-After
+ * (the cooldown's rest, 5 s at most), with a handful of connects however
+ * hard it is asked, and is served again once it is back. */
 START_TEST(an_origin_down_answers_502_then_503_then_serves_when_back)
 {
-    ng[0].port = 0;
-    int port = 0;
-    {
-        /* a port with nothing on it, kept for nginx later */
-        struct nginx probe = {0};
-        nginx_start(&probe, 0, NULL);
-        port = probe.port;
-        nginx_cleanup(&probe);
-    }
+    int port = dead_port();
     proxy_start(&port, 1, 2);
     struct seq_job j = {.port = proxy_port(), .n = 8};
+    int64_t t0 = now_ms();
     run_client(sequential_gets, &j, 20000);
+    int64_t strikes_ms = now_ms() - t0;
     ck_assert_int_eq(j.statuses[0], 502);
     ck_assert_msg(strstr(j.first_body, "refused") != NULL, "body: %s",
                   j.first_body);
@@ -397,13 +516,50 @@ START_TEST(an_origin_down_answers_502_then_503_then_serves_when_back)
         if (j.statuses[i] == 503 && first_503 < 0)
             first_503 = i;
     ck_assert_int_eq(first_503, 5);
-    ck_assert_str_eq(j.retry_after[5], "1");
+    /* the backoff spaced the failed connects out: 100, 200, 400 and 800 ms
+     * before the second to the fifth, each less a fifth at the least */
+    ck_assert_msg(strikes_ms >= 1200, "five strikes in %lld ms",
+                  (long long)strikes_ms);
+    for (int i = 5; i < j.n; i++) {
+        ck_assert_int_eq(j.statuses[i], 503);
+        long ra = atol(j.retry_after[i]);
+        ck_assert_msg(ra >= 1 && ra <= 5, "Retry-After: %s", j.retry_after[i]);
+    }
+    /* asked hard while it is down: answered at once, hardly any connect */
+    struct hammer_job h[4];
+    void *args[4];
+    for (int i = 0; i < 4; i++) {
+        h[i] = (struct hammer_job){.port = proxy_port(), .n = 200};
+        args[i] = &h[i];
+    }
+    run_clients(hammer, args, 4, 20000);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(h[i].status_503, 200);
+        ck_assert(h[i].retry_after_ok);
+        ck_assert_int_lt(h[i].slowest_ms, 500);
+    }
+    /* 808 requests: the five strikes, and a probe at most */
+    struct tide_evpool_stats st = upstream_stats(0);
+    ck_assert_msg(st.make_failures <= 6, "%llu connects failed",
+                  (unsigned long long)st.make_failures);
     nginx_start(&ng[0], port, NULL);
-    run_ms(400); /* the cooldown */
+    /* served again once the cooldown lets a probe through */
+    int64_t back = -1;
+    t0 = now_ms();
+    while (back < 0 && now_ms() - t0 < 9000) {
+        struct seq_job k = {.port = proxy_port(), .n = 1};
+        run_client(sequential_gets, &k, 5000);
+        if (k.statuses[0] == 200)
+            back = now_ms() - t0;
+        else
+            run_ms(100);
+    }
+    ck_assert_msg(back >= 0, "not served within 9 s of the origin's return");
     struct seq_job k = {.port = proxy_port(), .n = 3};
     run_client(sequential_gets, &k, 10000);
     for (int i = 0; i < k.n; i++)
         ck_assert_int_eq(k.statuses[i], 200);
+    ck_assert_int_eq(upstream_stats(0).breaker, TIDE_BREAKER_ACTIVE);
 }
 END_TEST
 
@@ -486,6 +642,61 @@ START_TEST(one_of_two_upstreams_killed_mid_load_moves_traffic_to_the_other)
 }
 END_TEST
 
+/* With the default ward, a dead upstream beside a live one: its breaker
+ * opens after five strikes and it stops taking first tries, so requests
+ * do not keep failing over through it. */
+START_TEST(a_dead_one_of_two_upstreams_stops_taking_first_tries)
+{
+    nginx_start(&ng[0], 0, NULL);
+    int ports[2] = {ng[0].port, dead_port()};
+    proxy_start(ports, 2, 4);
+    struct load_job jobs[4];
+    void *args[4];
+    int rounds = 0, bad = 0;
+    int64_t t0 = now_ms();
+    /* until its breaker opens: five failed connects, the backoff's 1.5 s */
+    while (upstream_stats(1).breaker == TIDE_BREAKER_ACTIVE &&
+           now_ms() - t0 < 10000) {
+        for (int i = 0; i < 4; i++) {
+            jobs[i] = (struct load_job){
+                .port = proxy_port(), .n = 50, .path = "/f1k", .size = 1024};
+            args[i] = &jobs[i];
+        }
+        run_clients(load, args, 4, 30000);
+        for (int i = 0; i < 4; i++)
+            bad += jobs[i].bad;
+        rounds++;
+    }
+    ck_assert_msg(bad == 0, "%d bad answers (%s)", bad, jobs[0].why);
+    struct tide_evpool_stats dead = upstream_stats(1);
+    ck_assert_int_ne(dead.breaker, TIDE_BREAKER_ACTIVE);
+    /* five strikes, but the first connects of the four clients at once
+     * fail together, before any backoff: nine at the most */
+    ck_assert_msg(dead.make_failures <= 9, "%llu connects failed",
+                  (unsigned long long)dead.make_failures);
+    struct tide_group_stats before;
+    tide_group_stats(group, &before);
+    ck_assert_uint_eq(before.served, (uint64_t)rounds * 200);
+    /* open: no request tries it first (its probe is 5 s away) */
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (struct load_job){
+            .port = proxy_port(), .n = 250, .path = "/f1k", .size = 1024};
+        args[i] = &jobs[i];
+    }
+    run_clients(load, args, 4, 30000);
+    for (int i = 0; i < 4; i++)
+        bad += jobs[i].bad;
+    ck_assert_msg(bad == 0, "%d bad answers (%s)", bad, jobs[0].why);
+    struct tide_group_stats after;
+    tide_group_stats(group, &after);
+    ck_assert_uint_eq(after.served - before.served, 1000);
+    ck_assert_msg(after.failovers == before.failovers,
+                  "%llu failovers in 1000 requests with its breaker open",
+                  (unsigned long long)(after.failovers - before.failovers));
+    ck_assert_uint_eq(upstream_stats(1).make_failures, dead.make_failures);
+}
+END_TEST
+
 /* ---- a client gone mid-response ---- */
 
 struct abort_job {
@@ -513,7 +724,7 @@ static void read_a_little_then_go(void *arg)
     close(fd);
 }
 
-START_TEST(a_client_gone_mid_response_discards_the_upstream_connection)
+START_TEST(a_client_gone_mid_response_abandons_the_upstream_connection)
 {
     int port = origin_start();
     proxy_start(&port, 1, 1);
@@ -521,11 +732,69 @@ START_TEST(a_client_gone_mid_response_discards_the_upstream_connection)
     run_client(read_a_little_then_go, &j, 10000);
     ck_assert(j.after_ok);
     ck_assert_uint_eq(pstats().aborted, 1);
-    ck_assert_uint_eq(pstats().discarded, 1);
+    ck_assert_uint_eq(pstats().abandoned, 1);
+    ck_assert_uint_eq(pstats().discarded, 0);
     struct tide_group_stats s;
     tide_group_stats(group, &s);
     ck_assert_uint_eq(s.pools.made, 2); /* never reused half-read */
     ck_assert_int_eq(s.lent, 0);
+}
+END_TEST
+
+struct leaver_job {
+    int port;
+    int n;
+    int short_reads;
+};
+
+/* Each asks for a 1 MiB body (the origin promises it and sends 1 KiB),
+ * reads 1 KiB of it and hangs up. */
+static void read_a_kilobyte_and_hang_up(void *arg)
+{
+    struct leaver_job *j = arg;
+    const char *req = "GET /echo?stall HTTP/1.1\r\nHost: t\r\n\r\n";
+    for (int i = 0; i < j->n; i++) {
+        int fd = client_connect(j->port);
+        if (fd < 0 || write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+            j->short_reads++;
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        char buf[4096];
+        size_t got = 0;
+        while (got < 1024) {
+            ssize_t n = read(fd, buf, sizeof buf);
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        if (got < 1024)
+            j->short_reads++;
+        close(fd);
+    }
+}
+
+/* Clients that go away mid-body are nothing the upstream did: with the
+ * default ward its breaker stays closed and no make counts as failed, and
+ * the next requests are served. */
+START_TEST(clients_gone_mid_body_leave_the_breaker_closed)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 4);
+    struct leaver_job j = {.port = proxy_port(), .n = 20};
+    run_client(read_a_kilobyte_and_hang_up, &j, 20000);
+    ck_assert_int_eq(j.short_reads, 0);
+    run_ms(50); /* the last hang-up reaches the proxy */
+    struct abort_job after = {.port = proxy_port()};
+    run_client(read_a_little_then_go, &after, 10000);
+    ck_assert(after.after_ok);
+    struct tide_evpool_stats st = upstream_stats(0);
+    ck_assert_int_eq(st.breaker, TIDE_BREAKER_ACTIVE);
+    ck_assert_uint_eq(st.make_failures, 0);
+    ck_assert_uint_eq(pstats().abandoned, 21);
+    ck_assert_uint_eq(pstats().discarded, 0);
+    ck_assert_uint_eq(pstats().errors_503, 0);
 }
 END_TEST
 
@@ -775,7 +1044,9 @@ static Suite *proxy_suite(void)
     tcase_add_test(tc, hop_by_hop_headers_are_removed_and_xff_appended);
     tcase_add_test(tc,
                    responses_204_and_304_have_no_body_and_keep_the_connection);
-    tcase_add_test(tc, origin_connection_close_discards_after_the_response);
+    tcase_add_test(tc, origin_connection_close_retires_after_the_response);
+    tcase_add_test(tc,
+                   a_healthy_origin_answering_connection_close_is_never_blamed);
     tcase_add_test(tc, an_origin_closing_idle_connections_causes_no_502);
     tcase_add_test(tc,
                    a_stale_connection_is_retried_for_get_and_never_for_post);
@@ -783,8 +1054,10 @@ static Suite *proxy_suite(void)
                    an_origin_down_answers_502_then_503_then_serves_when_back);
     tcase_add_test(
         tc, one_of_two_upstreams_killed_mid_load_moves_traffic_to_the_other);
+    tcase_add_test(tc, a_dead_one_of_two_upstreams_stops_taking_first_tries);
     tcase_add_test(tc,
-                   a_client_gone_mid_response_discards_the_upstream_connection);
+                   a_client_gone_mid_response_abandons_the_upstream_connection);
+    tcase_add_test(tc, clients_gone_mid_body_leave_the_breaker_closed);
     tcase_add_test(
         tc, a_client_gone_before_a_small_rest_keeps_the_connection_whole);
     tcase_add_test(tc, a_slow_client_pauses_the_upstream_and_gets_every_byte);

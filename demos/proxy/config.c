@@ -1,0 +1,334 @@
+/* The proxy's configuration (see config.h). */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void px_config_init(struct px_config *c)
+{
+    *c = (struct px_config){
+        .pool_size = 32,
+        .acquire_timeout = TIDE_SEC(5),
+        .keep = TIDE_SEC(60),
+        .breaker = true,
+        .breaker_opts = {.policy = TIDE_BREAKER_STRIKES,
+                         .strikes = 5,
+                         .cooldown = TIDE_SEC(5)},
+        .backoff = true,
+        .backoff_opts = {.base = TIDE_MS(100),
+                         .factor = 2,
+                         .cap = TIDE_SEC(2),
+                         .jitter = TIDE_JITTER_SPREAD,
+                         .spread = 0.2},
+    };
+}
+
+void px_config_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: proxy --listen IP:PORT --upstream [tls://]HOST:PORT "
+            "[--upstream ...]\n"
+            "  --listen IP:PORT        where clients connect: an IPv4 literal "
+            "(required)\n"
+            "  --upstream [tls://]HOST:PORT\n"
+            "                          an upstream (up to %d); HOST is an IP "
+            "literal\n"
+            "                          ([::1] for IPv6) or a name\n"
+            "  --pool-size N           connections per upstream (32)\n"
+            "  --cap N                 loans across all upstreams (0: none)\n"
+            "  --acquire-timeout MS    wait for a connection, then 504 "
+            "(5000)\n"
+            "  --connect-timeout MS    one connect, DNS included (5000)\n"
+            "  --response-timeout MS   upstream silence, then 504 (30000)\n"
+            "  --keep S                idle upstream connections kept; below "
+            "the\n"
+            "                          upstream's keep-alive timeout (60)\n"
+            "  --ca FILE               CAs trusted for tls:// upstreams\n"
+            "  --insecure              do not verify tls:// upstreams\n"
+            "  --breaker-strikes N     failures in a row that open an "
+            "upstream's breaker (5)\n"
+            "  --breaker-cooldown MS   open breaker's wait before a probe; "
+            "Retry-After (5000)\n"
+            "  --no-breaker            no breaker: a dead upstream is tried "
+            "by every request\n"
+            "  --backoff-base MS       first wait after a failed connect "
+            "(100), doubling\n"
+            "  --backoff-cap MS        to at most (2000), jittered by a "
+            "fifth\n"
+            "  --no-backoff            no wait between failed connects\n"
+            "  --help                  this text\n",
+            PX_MAX_UPSTREAMS);
+}
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A whole decimal number in [min, max]: strtoll takes leading blanks, a
+ * sign and trailing junk, and saturates on overflow, so each is checked. */
+static bool whole_number(const char *v, long long min, long long max,
+                         long long *out)
+{
+    if (!isdigit((unsigned char)v[0]) &&
+        !(v[0] == '-' && isdigit((unsigned char)v[1])))
+        return false;
+    errno = 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (errno == ERANGE || *end != '\0' || x < min || x > max)
+        return false;
+    *out = x;
+    return true;
+}
+
+/* "HOST:PORT" into host and port; the port from min_port. NULL, or what is
+ * wrong with it. */
+static const char *host_port(const char *s, char *host, size_t hlen,
+                             int min_port, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon)
+        return "expected HOST:PORT";
+    size_t len = (size_t)(colon - s);
+    if (len == 0)
+        return "no host before the ':'";
+    if (len >= hlen)
+        return "the host is too long";
+    if (s[0] != '[' && memchr(s, ':', len))
+        return "an IPv6 address goes in brackets, as [::1]:80";
+    if (s[0] == '[' && s[len - 1] != ']')
+        return "an IPv6 address goes in brackets, as [::1]:80";
+    long long p;
+    if (!colon[1])
+        return "no port after the ':'";
+    if (!whole_number(colon + 1, min_port, 65535, &p))
+        return min_port ? "the port must be a number from 1 to 65535"
+                        : "the port must be a number from 0 to 65535";
+    memcpy(host, s, len);
+    host[len] = '\0';
+    *port = (int)p;
+    return NULL;
+}
+
+/* The numeric options: their name, range, unit (ns per unit, 0 for a
+ * count) and where they go. */
+struct num_opt {
+    const char *name;
+    long long min;
+    long long max;
+    int64_t unit;
+    size_t off;
+    bool is_int;
+};
+
+#define OFF(f) offsetof(struct px_config, f)
+
+static const struct num_opt num_opts[] = {
+    {"--pool-size", 1, 100000, 0, OFF(pool_size), false},
+    {"--cap", 0, 10000000, 0, OFF(cap), false},
+    {"--acquire-timeout", 1, 3600000, TIDE_MS(1), OFF(acquire_timeout), false},
+    {"--connect-timeout", 1, 3600000, TIDE_MS(1), OFF(connect_timeout), false},
+    {"--response-timeout", 1, 3600000, TIDE_MS(1), OFF(response_timeout),
+     false},
+    {"--keep", 1, 86400, TIDE_SEC(1), OFF(keep), false},
+    {"--breaker-strikes", 1, 1000, 0, OFF(breaker_opts.strikes), true},
+    {"--breaker-cooldown", 1, 3600000, TIDE_MS(1), OFF(breaker_opts.cooldown),
+     false},
+    {"--backoff-base", 1, 600000, TIDE_MS(1), OFF(backoff_opts.base), false},
+    {"--backoff-cap", 1, 3600000, TIDE_MS(1), OFF(backoff_opts.cap), false},
+};
+
+static int set_number(struct px_config *c, const struct num_opt *o,
+                      const char *v, char *err, size_t errlen)
+{
+    long long x;
+    if (!whole_number(v, o->min, o->max, &x))
+        return fail(err, errlen,
+                    "%s: '%s' is not a whole number from %lld to %lld%s",
+                    o->name, v, o->min, o->max,
+                    o->unit == TIDE_MS(1)    ? " (ms)"
+                    : o->unit == TIDE_SEC(1) ? " (s)"
+                                             : "");
+    char *field = (char *)c + o->off;
+    if (o->is_int) {
+        int i = (int)x;
+        memcpy(field, &i, sizeof i);
+    } else {
+        /* the ranges keep x times the unit far below INT64_MAX */
+        int64_t n = o->unit ? (int64_t)x * o->unit : (int64_t)x;
+        memcpy(field, &n, sizeof n);
+    }
+    return 0;
+}
+
+int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
+                    size_t errlen)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return 1;
+        if (strcmp(a, "--insecure") == 0) {
+            c->insecure = true;
+            continue;
+        }
+        if (strcmp(a, "--no-breaker") == 0) {
+            c->breaker = false;
+            continue;
+        }
+        if (strcmp(a, "--no-backoff") == 0) {
+            c->backoff = false;
+            continue;
+        }
+        const struct num_opt *num = NULL;
+        for (size_t k = 0; k < sizeof num_opts / sizeof num_opts[0]; k++)
+            if (strcmp(a, num_opts[k].name) == 0)
+                num = &num_opts[k];
+        bool takes_value = num || strcmp(a, "--listen") == 0 ||
+                           strcmp(a, "--upstream") == 0 ||
+                           strcmp(a, "--ca") == 0;
+        if (!takes_value)
+            return fail(err, errlen, "unknown option '%s'", a);
+        if (i + 1 >= argc)
+            return fail(err, errlen, "%s needs a value", a);
+        const char *v = argv[++i];
+        if (num) {
+            if (set_number(c, num, v, err, errlen))
+                return -1;
+        } else if (strcmp(a, "--listen") == 0) {
+            const char *why = host_port(
+                v, c->listen_host, sizeof c->listen_host, 0, &c->listen_port);
+            if (why)
+                return fail(err, errlen, "--listen: '%s': %s", v, why);
+            struct in_addr ip;
+            if (inet_pton(AF_INET, c->listen_host, &ip) != 1)
+                return fail(err, errlen,
+                            "--listen: '%s': the host must be an IPv4 "
+                            "literal such as 127.0.0.1 (names are not "
+                            "resolved)",
+                            v);
+            c->have_listen = true;
+        } else if (strcmp(a, "--upstream") == 0) {
+            if (c->n_ups == PX_MAX_UPSTREAMS)
+                return fail(err, errlen,
+                            "--upstream: '%s': %d upstreams at "
+                            "most",
+                            v, PX_MAX_UPSTREAMS);
+            struct px_upstream_arg *u = &c->ups[c->n_ups];
+            u->tls = strncmp(v, "tls://", 6) == 0;
+            const char *why = host_port(u->tls ? v + 6 : v, u->host,
+                                        sizeof u->host, 1, &u->port);
+            if (why)
+                return fail(err, errlen, "--upstream: '%s': %s", v, why);
+            c->n_ups++;
+        } else {
+            c->ca = v;
+        }
+    }
+    if (!c->have_listen)
+        return fail(err, errlen,
+                    "no --listen given (say where clients connect, as "
+                    "--listen 127.0.0.1:8080)");
+    if (c->n_ups == 0)
+        return fail(err, errlen, "no --upstream given");
+    if (c->backoff && c->backoff_opts.base > c->backoff_opts.cap)
+        return fail(err, errlen,
+                    "--backoff-base %lld ms is above --backoff-cap %lld ms",
+                    (long long)(c->backoff_opts.base / TIDE_MS(1)),
+                    (long long)(c->backoff_opts.cap / TIDE_MS(1)));
+    return 0;
+}
+
+void px_config_pool_options(const struct px_config *c,
+                            struct tide_evpool_options *out)
+{
+    /* every connection may stay idle: a pool that closes what it cannot
+     * keep reconnects under load */
+    *out = (struct tide_evpool_options){
+        .limits = TIDE_LIMITS(.size = c->pool_size, .idle = c->pool_size,
+                              .keep = c->keep),
+        .ward = {.breaker = c->breaker ? &c->breaker_opts : NULL,
+                 .backoff = c->backoff ? &c->backoff_opts : NULL},
+        .queue_max = 65536,
+    };
+}
+
+void px_config_proxy_options(const struct px_config *c, struct px_options *out)
+{
+    *out = (struct px_options){.listen_host = c->listen_host,
+                               .listen_port = c->listen_port,
+                               .acquire_timeout = c->acquire_timeout,
+                               .response_timeout = c->response_timeout};
+}
+
+int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
+                      const struct px_config *c, char *err, size_t errlen)
+{
+    *u = (struct px_upstreams){0};
+    int rc = tide_group_new(base, &(struct tide_group_options){.cap = c->cap},
+                            &u->group);
+    if (rc)
+        return fail(err, errlen, "cannot make the group: %s",
+                    tide_strerror(rc));
+    for (int i = 0; i < c->n_ups; i++) {
+        const struct px_upstream_arg *a = &c->ups[i];
+        char name[300];
+        snprintf(name, sizeof name, "%s%s:%d", a->tls ? "tls://" : "", a->host,
+                 a->port);
+        struct tide_factory f;
+        struct tide_tcp_options t = {.host = a->host,
+                                     .port = a->port,
+                                     .connect_timeout = c->connect_timeout};
+        if (a->tls) {
+            struct tide_tls_options o = {.tcp = t,
+                                         .ca_file = c->ca,
+                                         .ca_pem = c->ca_pem,
+                                         .insecure_skip_verify = c->insecure};
+            rc = tide_tls_factory_new(base, &o, &u->tls[i]);
+            if (!rc)
+                tide_tls_factory_bind(u->tls[i], &f);
+        } else {
+            rc = tide_tcp_factory_new(base, &t, &u->tcp[i]);
+            if (!rc)
+                tide_tcp_factory_bind(u->tcp[i], &f);
+        }
+        if (rc) {
+            fail(err, errlen, "upstream %s: %s%s%s", name, tide_strerror(rc),
+                 a->tls && c->ca ? " (--ca " : "",
+                 a->tls && c->ca ? c->ca : "");
+            if (a->tls && c->ca)
+                strncat(err, ")", errlen - strlen(err) - 1);
+            px_upstreams_dispose(u);
+            return -1;
+        }
+        struct tide_evpool_options po;
+        px_config_pool_options(c, &po);
+        struct tide_group_upstream *up;
+        rc = tide_group_add(u->group, name, &f, &po, &up);
+        if (rc) {
+            fail(err, errlen, "upstream %s: %s", name, tide_strerror(rc));
+            px_upstreams_dispose(u);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void px_upstreams_dispose(struct px_upstreams *u)
+{
+    tide_group_free(u->group);
+    for (int i = 0; i < PX_MAX_UPSTREAMS; i++) {
+        tide_tcp_factory_free(u->tcp[i]);
+        tide_tls_factory_free(u->tls[i]);
+    }
+    *u = (struct px_upstreams){0};
+}

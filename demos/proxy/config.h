@@ -1,0 +1,103 @@
+/* demos/proxy: the proxy's configuration, from its command line to its
+ * group of pools. main.c and the tests build the proxy through the same
+ * functions, so what the tests cover is what users run: the same defaults,
+ * the same ward on every upstream.
+ *
+ * The default ward, on every upstream's pool:
+ * - a STRIKES breaker, 5 failures in a row, 5 s cooldown. STRIKES, not the
+ *   core's adaptive preset, because it opens deterministically and knows
+ *   when it probes again, which is the Retry-After of a 503. Five in a row
+ *   (any success resets the count) is a backend that is down, not one
+ *   unlucky reset under load; 5 s lets a restarting backend come up without
+ *   a probe every few milliseconds, and brings a healthy one back within
+ *   seconds.
+ * - a backoff on makes, 100 ms doubling to 2 s, spread by a fifth either
+ *   way, so failed connects to an upstream that is down are spaced out
+ *   (and proxies that lost it together do not retry together) before and
+ *   between the breaker's probes.
+ * Both can be tuned or turned off from the command line (usage text).
+ */
+#ifndef TIDEPOOL_DEMO_PROXY_CONFIG_H
+#define TIDEPOOL_DEMO_PROXY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <tidepool/group.h>
+#include <tidepool/tls.h>
+
+#include "proxy.h"
+
+#define PX_MAX_UPSTREAMS 32
+
+struct px_upstream_arg {
+    bool tls;
+    char host[256]; /* an IP literal or a name the TCP factory resolves */
+    int port;
+};
+
+/* Filled by px_config_init, then px_config_parse; fields may be set by a
+ * program between the two or after. */
+struct px_config {
+    char listen_host[64]; /* an IPv4 literal */
+    int listen_port;      /* 0: any free port */
+    bool have_listen;     /* --listen was given (it is required) */
+    struct px_upstream_arg ups[PX_MAX_UPSTREAMS];
+    int n_ups;
+    int64_t pool_size;        /* per upstream */
+    int64_t cap;              /* across the group; 0: none */
+    int64_t acquire_timeout;  /* ns */
+    int64_t keep;             /* ns an idle upstream connection is kept */
+    int64_t connect_timeout;  /* ns; 0: the TCP factory's preset */
+    int64_t response_timeout; /* ns; 0: the proxy's preset */
+    const char *ca;           /* borrowed: argv or the caller's */
+    const char *ca_pem;       /* PEM text (not from the command line) */
+    bool insecure;
+    bool breaker; /* the ward's breaker, with breaker_opts */
+    struct tide_breaker_options breaker_opts;
+    bool backoff; /* the ward's backoff, with backoff_opts */
+    struct tide_backoff backoff_opts;
+};
+
+/* The defaults: no listen address or upstream yet, pools of 32, a 5 s
+ * acquire timeout, 60 s keep, and the default ward above. */
+void px_config_init(struct px_config *c);
+
+/* Reads argv[1..argc) into c. 0; 1 when --help was asked; -1 with a
+ * sentence naming the option and the value in err (NUL-terminated, cut to
+ * errlen). Numbers are read strictly (all digits, in range), so a value
+ * that would overflow a span in ns is refused rather than wrapped. */
+int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
+                    size_t errlen);
+
+/* The usage text. */
+void px_config_usage(FILE *f);
+
+/* An upstream pool's options from c: limits, queue and the ward. The
+ * ward's pointers point into c, which must outlive the call that uses them
+ * (tide_group_add copies what it needs). */
+void px_config_pool_options(const struct px_config *c,
+                            struct tide_evpool_options *out);
+
+/* The proxy's own options from c (the listen address points into c). */
+void px_config_proxy_options(const struct px_config *c, struct px_options *out);
+
+/* The group with one pool per upstream of c, and their factories. */
+struct px_upstreams {
+    struct tide_group *group;
+    struct tide_tcp_factory *tcp[PX_MAX_UPSTREAMS];
+    struct tide_tls_factory *tls[PX_MAX_UPSTREAMS];
+};
+
+/* Makes u's group on base (borrowed; must outlive it) with c's upstreams.
+ * 0, or -1 with the reason in err; nothing is left to free either way
+ * after a failure. */
+int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
+                      const struct px_config *c, char *err, size_t errlen);
+
+/* Frees the group (lent connections are destroyed) and then the factories.
+ * u may have been closed first (tide_group_close). */
+void px_upstreams_dispose(struct px_upstreams *u);
+
+#endif
