@@ -14,6 +14,7 @@ void px_config_init(struct px_config *c)
         .pool_size = 32,
         .acquire_timeout = TIDE_SEC(5),
         .keep = TIDE_SEC(60),
+        .drain_timeout = TIDE_SEC(10),
         .breaker = true,
         .breaker_opts = {.policy = TIDE_BREAKER_STRIKES,
                          .strikes = 5,
@@ -47,6 +48,8 @@ void px_config_usage(FILE *f)
             "  --keep S                idle upstream connections kept; below "
             "the\n"
             "                          upstream's keep-alive timeout (60)\n"
+            "  --drain-timeout MS      on SIGTERM, exchanges in flight "
+            "finish within (10000)\n"
             "  --ca FILE               CAs trusted for tls:// upstreams\n"
             "  --insecure              do not verify tls:// upstreams\n"
             "  --breaker-strikes N     failures in a row that open an "
@@ -140,6 +143,7 @@ static const struct num_opt num_opts[] = {
     {"--response-timeout", 1, 3600000, TIDE_MS(1), OFF(response_timeout),
      false},
     {"--keep", 1, 86400, TIDE_SEC(1), OFF(keep), false},
+    {"--drain-timeout", 0, 3600000, TIDE_MS(1), OFF(drain_timeout), false},
     {"--breaker-strikes", 1, 1000, 0, OFF(breaker_opts.strikes), true},
     {"--breaker-cooldown", 1, 3600000, TIDE_MS(1), OFF(breaker_opts.cooldown),
      false},

@@ -51,6 +51,7 @@ struct px_config {
     int64_t keep;             /* ns an idle upstream connection is kept */
     int64_t connect_timeout;  /* ns; 0: the TCP factory's preset */
     int64_t response_timeout; /* ns; 0: the proxy's preset */
+    int64_t drain_timeout;    /* ns SIGTERM waits for exchanges in flight */
     const char *ca;           /* borrowed: argv or the caller's */
     const char *ca_pem;       /* PEM text (not from the command line) */
     bool insecure;
@@ -61,7 +62,7 @@ struct px_config {
 };
 
 /* The defaults: no listen address or upstream yet, pools of 32, a 5 s
- * acquire timeout, 60 s keep, and the default ward above. */
+ * acquire timeout, 60 s keep, a 10 s drain, and the default ward above. */
 void px_config_init(struct px_config *c);
 
 /* Reads argv[1..argc) into c. 0; 1 when --help was asked; -1 with a

@@ -9,8 +9,10 @@
  * or value is named on stderr and exits 2; a listener or an upstream that
  * cannot be set up exits 1, everything freed.
  *
- * SIGINT or SIGTERM ends the program: clients and upstream connections
- * are closed, and it exits 0. */
+ * SIGINT or SIGTERM drains: the listener closes, clients between
+ * requests are closed, exchanges in flight finish (within
+ * --drain-timeout, 10 s preset), then the group closes and the program
+ * exits 0. A second signal ends it at once. */
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
@@ -25,14 +27,50 @@ struct run {
     struct event_base *base;
     struct px *px;
     struct px_upstreams ups;
+    int signals;
+    struct timeval drain; /* the drain's bound */
+    struct event *deadline;
 };
+
+static void on_group_closed(struct tide_group *g, void *arg)
+{
+    (void)g;
+    struct run *r = arg;
+    event_base_loopexit(r->base, NULL);
+}
+
+/* No client is left: nothing is lent, and the group closes at once. */
+static void on_drained(struct px *px, void *arg)
+{
+    (void)px;
+    struct run *r = arg;
+    if (tide_group_close(r->ups.group, on_group_closed, r))
+        event_base_loopexit(r->base, NULL);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct run *r = arg;
+    struct px_stats st;
+    px_stats(r->px, &st);
+    fprintf(stderr, "proxy: drain timed out, %lld clients cut off\n",
+            (long long)st.clients);
+    event_base_loopexit(r->base, NULL);
+}
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
     (void)what;
     struct run *r = arg;
-    event_base_loopexit(r->base, NULL);
+    if (r->signals++ > 0) {
+        event_base_loopexit(r->base, NULL); /* a second one: at once */
+        return;
+    }
+    evtimer_add(r->deadline, &r->drain);
+    px_drain(r->px, on_drained, r);
 }
 
 int main(int argc, char **argv)
@@ -71,9 +109,13 @@ int main(int argc, char **argv)
     }
     printf("listening on %s:%d\n", cfg.listen_host, px_port(r.px));
     fflush(stdout);
+    r.drain = (struct timeval){
+        .tv_sec = (time_t)(cfg.drain_timeout / TIDE_SEC(1)),
+        .tv_usec = (suseconds_t)(cfg.drain_timeout % TIDE_SEC(1) / 1000)};
+    r.deadline = evtimer_new(r.base, on_deadline, &r);
     sigint = evsignal_new(r.base, SIGINT, on_signal, &r);
     sigterm = evsignal_new(r.base, SIGTERM, on_signal, &r);
-    if (!sigint || !sigterm) {
+    if (!r.deadline || !sigint || !sigterm) {
         fprintf(stderr, "proxy: cannot make events\n");
         goto out;
     }
@@ -84,6 +126,8 @@ int main(int argc, char **argv)
 out:
     px_free(r.px);
     px_upstreams_dispose(&r.ups);
+    if (r.deadline)
+        event_free(r.deadline);
     if (sigint)
         event_free(sigint);
     if (sigterm)

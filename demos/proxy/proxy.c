@@ -211,6 +211,12 @@ struct px {
     size_t max_body;
     struct client *clients; /* every open client, for px_free */
     struct px_stats stats;
+    /* px_drain: no new client, each closed after its exchange, and
+     * on_drained called from the loop (`drained`) once none is left */
+    bool draining;
+    struct event drained;
+    px_drained_cb on_drained;
+    void *drained_arg;
 };
 
 enum client_state {
@@ -251,6 +257,7 @@ struct client {
     bool req_chunked;
     bool req_complete;
     bool req_keep_alive;
+    bool req_begun; /* a request's first byte was parsed, not its end */
     bool req_too_big;
     unsigned method;
     unsigned short req_minor;
@@ -423,6 +430,7 @@ static int rq_begin(http_parser *p)
     px_buf_clear(&c->req_body);
     c->req_complete = false;
     c->req_too_big = false;
+    c->req_begun = true;
     return 0;
 }
 
@@ -453,7 +461,8 @@ static int rq_headers_done(http_parser *p)
     struct client *c = p->data;
     c->method = p->method;
     c->req_minor = p->http_minor;
-    c->req_keep_alive = http_should_keep_alive(p);
+    /* a draining proxy closes each client after the exchange it is in */
+    c->req_keep_alive = http_should_keep_alive(p) && !c->px->draining;
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
     /* the body is read whole before anything goes upstream, so the
      * client's wait for a go-ahead is answered here */
@@ -478,6 +487,7 @@ static int rq_complete(http_parser *p)
 {
     struct client *c = p->data;
     c->req_complete = true;
+    c->req_begun = false;
     /* one exchange at a time: what follows waits in the input */
     http_parser_pause(p, 1);
     return 0;
@@ -1218,6 +1228,8 @@ static void client_free(struct client *c)
     if (c->next)
         c->next->prev = c->prev;
     c->px->stats.clients--;
+    if (c->px->draining && !c->px->clients)
+        event_active(&c->px->drained, EV_TIMEOUT, 0);
     event_del(&c->reap);
     client_close(c);
     px_buf_dispose(&c->in);
@@ -1271,6 +1283,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     px->stats.clients++;
 }
 
+static void on_drained(evutil_socket_t fd, short what, void *arg);
+
 int px_new(struct event_base *base, struct tide_group *group,
            const struct px_options *o, struct px **out)
 {
@@ -1307,6 +1321,7 @@ int px_new(struct event_base *base, struct tide_group *group,
     getsockname(evconnlistener_get_fd(px->listener), (struct sockaddr *)&bound,
                 &bl);
     px->port = ntohs(bound.sin_port);
+    event_assign(&px->drained, base, -1, 0, on_drained, px);
     *out = px;
     return 0;
 }
@@ -1316,13 +1331,47 @@ int px_port(const struct px *p)
     return p->port;
 }
 
+static void on_drained(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct px *p = arg;
+    if (p->on_drained && !p->clients)
+        p->on_drained(p, p->drained_arg);
+}
+
+void px_drain(struct px *p, px_drained_cb done, void *arg)
+{
+    p->on_drained = done;
+    p->drained_arg = arg;
+    if (!p->draining) {
+        p->draining = true;
+        /* the port is let go at once: a restarted proxy can take it */
+        evconnlistener_free(p->listener);
+        p->listener = NULL;
+        for (struct client *c = p->clients, *next; c; c = next) {
+            next = c->next;
+            c->req_keep_alive = false; /* closed after this exchange */
+            /* between requests: nothing in flight to wait for */
+            if (c->state == C_READING && !c->req_begun &&
+                px_buf_size(&c->in) == 0)
+                client_kill(c);
+        }
+    }
+    if (!p->clients)
+        event_active(&p->drained, EV_TIMEOUT, 0);
+}
+
 void px_free(struct px *p)
 {
     if (!p)
         return;
+    p->draining = false; /* no drained callback from here */
     while (p->clients)
         client_free(p->clients);
-    evconnlistener_free(p->listener);
+    event_del(&p->drained);
+    if (p->listener)
+        evconnlistener_free(p->listener);
     free(p);
 }
 

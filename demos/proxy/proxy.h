@@ -64,6 +64,18 @@ int px_port(const struct px *p);
  * of the upstream). */
 void px_free(struct px *p);
 
+/* Called once from the loop when a drain has closed the last client. May
+ * free the proxy. */
+typedef void (*px_drained_cb)(struct px *p, void *arg);
+
+/* Drains: stops listening (the port is let go), closes clients that are
+ * between requests, and closes each other one once its exchange is done
+ * (its response says Connection: close), a response still coming from its
+ * upstream included. done(p, arg) runs from the loop when no client is
+ * left (at once when there is none). A second call changes only the
+ * callback. Bound the wait yourself: px_free ends what is left. */
+void px_drain(struct px *p, px_drained_cb done, void *arg);
+
 struct px_stats {
     uint64_t requests;  /* requests read from clients */
     uint64_t responses; /* responses completed to clients */

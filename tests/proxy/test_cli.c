@@ -7,14 +7,21 @@
  * makes its exit nonzero, and so fails the test. No server is needed: the
  * upstreams named are never connected to. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "load_child.h"
+#include "loop.h"
 #include "runner.h"
 
 static const char *prog; /* the proxy under test */
@@ -143,6 +150,269 @@ START_TEST(help_lists_the_ward_options)
 }
 END_TEST
 
+/* ---- SIGTERM drains ---- */
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int listen_any(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(fd, 8), 0);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static int connect_to(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+#define SLOW_BODY (256 * 1024)
+
+static unsigned char slow_byte(size_t i)
+{
+    return (unsigned char)(i * 131 + i / 251);
+}
+
+/* An origin that answers its one connection's request after delay_ms:
+ * 256 KiB by length, then closes. */
+struct slow_origin {
+    int fd;
+    int port;
+    int delay_ms;
+    pthread_t thread;
+};
+
+static void *slow_origin_main(void *arg)
+{
+    struct slow_origin *o = arg;
+    int c = accept(o->fd, NULL, NULL);
+    if (c < 0)
+        return NULL;
+    char req[4096];
+    size_t got = 0;
+    while (got < sizeof req - 1) {
+        ssize_t n = read(c, req + got, sizeof req - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        req[got] = '\0';
+        if (strstr(req, "\r\n\r\n"))
+            break;
+    }
+    usleep((useconds_t)o->delay_ms * 1000);
+    char head[128];
+    int h =
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", SLOW_BODY);
+    unsigned char *body = malloc(SLOW_BODY);
+    for (size_t i = 0; i < SLOW_BODY; i++)
+        body[i] = slow_byte(i);
+    (void)!send(c, head, (size_t)h, MSG_NOSIGNAL);
+    for (size_t off = 0; off < SLOW_BODY;) {
+        ssize_t n = send(c, body + off, SLOW_BODY - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    free(body);
+    close(c);
+    return NULL;
+}
+
+static void slow_origin_start(struct slow_origin *o, int delay_ms)
+{
+    o->delay_ms = delay_ms;
+    o->fd = listen_any(&o->port);
+    ck_assert_int_eq(pthread_create(&o->thread, NULL, slow_origin_main, o), 0);
+}
+
+static void slow_origin_stop(struct slow_origin *o)
+{
+    shutdown(o->fd, SHUT_RDWR); /* an accept still waiting returns */
+    pthread_join(o->thread, NULL);
+    close(o->fd);
+}
+
+/* The proxy running in the background, its output to /dev/null. */
+static pid_t proxy_spawn(int port, int upstream, const char *drain_ms)
+{
+    char listen_at[32], up[32];
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
+    snprintf(up, sizeof up, "127.0.0.1:%d", upstream);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(prog, prog, "--listen", listen_at, "--upstream", up,
+              "--drain-timeout", drain_ms, (char *)NULL);
+        _exit(127);
+    }
+    /* ready once it takes a connection */
+    for (int i = 0; i < 500; i++) {
+        int fd = connect_to(port);
+        if (fd >= 0) {
+            close(fd);
+            return pid;
+        }
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ck_abort_msg("the proxy did not listen on %d", port);
+    return -1;
+}
+
+/* Its exit code (128 + n for signal n), within ms; -1 and killed after. */
+static int proxy_wait(pid_t pid, int ms)
+{
+    int status;
+    for (int64_t t0 = now_ms(); now_ms() - t0 < ms; usleep(10000))
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+/* Reads one response by length (its head, then the body); the body's
+ * bytes checked against the slow origin's. */
+struct read_result {
+    bool whole;
+    bool close_said;
+    bool eof_after;
+    size_t body;
+};
+
+static struct read_result read_slow_response(int fd)
+{
+    struct read_result r = {0};
+    char head[4096];
+    size_t got = 0;
+    char *end = NULL;
+    while (!end && got < sizeof head - 1) {
+        ssize_t n = read(fd, head + got, sizeof head - 1 - got);
+        if (n <= 0)
+            return r;
+        got += (size_t)n;
+        head[got] = '\0';
+        end = strstr(head, "\r\n\r\n");
+    }
+    if (!end || !strstr(head, " 200 "))
+        return r;
+    r.close_said = strcasestr(head, "\r\nconnection: close\r\n") != NULL;
+    const char *cl = strcasestr(head, "\r\ncontent-length: ");
+    if (!cl || atol(cl + 18) != SLOW_BODY)
+        return r;
+    size_t in_head = got - (size_t)(end + 4 - head);
+    bool same = true;
+    for (size_t i = 0; i < in_head; i++)
+        same = same && (unsigned char)end[4 + i] == slow_byte(i);
+    r.body = in_head;
+    unsigned char buf[65536];
+    while (r.body < SLOW_BODY) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++)
+            same = same && buf[i] == slow_byte(r.body + (size_t)i);
+        r.body += (size_t)n;
+    }
+    r.whole = same && r.body == SLOW_BODY;
+    r.eof_after = read(fd, buf, sizeof buf) == 0;
+    return r;
+}
+
+static const char slow_request[] = "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n";
+
+START_TEST(sigterm_lets_an_exchange_in_flight_finish)
+{
+    struct slow_origin o;
+    slow_origin_start(&o, 1000);
+    int port = tide_test_free_port();
+    pid_t pid = proxy_spawn(port, o.port, "10000");
+    int idle = connect_to(port); /* a client between requests */
+    int fd = connect_to(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, slow_request, strlen(slow_request)),
+                     (ssize_t)strlen(slow_request));
+    usleep(300000); /* the request is at the origin, its answer 1 s away */
+    int64_t t0 = now_ms();
+    kill(pid, SIGTERM);
+    usleep(100000);
+    int late = connect_to(port);
+    if (late >= 0)
+        close(late);
+    ck_assert_msg(late < 0, "it still takes connections while draining");
+    char c;
+    ck_assert_int_eq(read(idle, &c, 1), 0); /* closed at once */
+    close(idle);
+    struct read_result r = read_slow_response(fd);
+    close(fd);
+    ck_assert_msg(r.whole, "%zu bytes of the body", r.body);
+    ck_assert(r.close_said);
+    ck_assert(r.eof_after);
+    int status = proxy_wait(pid, 5000);
+    ck_assert_int_eq(status, 0);
+    /* it waited for the answer, and no longer */
+    ck_assert_int_ge(now_ms() - t0, 500);
+    ck_assert_int_lt(now_ms() - t0, 5000);
+    slow_origin_stop(&o);
+}
+END_TEST
+
+START_TEST(a_second_sigterm_or_the_drain_timeout_ends_it_at_once)
+{
+    for (int round = 0; round < 2; round++) {
+        struct slow_origin o;
+        slow_origin_start(&o, 2500);
+        int port = tide_test_free_port();
+        /* round 0: a second signal; round 1: a 300 ms drain timeout */
+        pid_t pid = proxy_spawn(port, o.port, round ? "300" : "10000");
+        int fd = connect_to(port);
+        ck_assert_int_eq(write(fd, slow_request, strlen(slow_request)),
+                         (ssize_t)strlen(slow_request));
+        usleep(200000);
+        int64_t t0 = now_ms();
+        kill(pid, SIGTERM);
+        if (round == 0) {
+            usleep(100000);
+            kill(pid, SIGTERM);
+        }
+        int status = proxy_wait(pid, 3000);
+        ck_assert_int_eq(status, 0);
+        ck_assert_int_lt(now_ms() - t0, 1500);
+        char buf[64];
+        ck_assert_int_le(read(fd, buf, sizeof buf), 0); /* cut off */
+        close(fd);
+        slow_origin_stop(&o);
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("proxy_cli");
@@ -155,6 +425,8 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, a_port_in_use_says_why_and_frees_everything);
     tcase_add_test(tc, a_missing_ca_file_says_why_and_frees_everything);
     tcase_add_test(tc, help_lists_the_ward_options);
+    tcase_add_test(tc, sigterm_lets_an_exchange_in_flight_finish);
+    tcase_add_test(tc, a_second_sigterm_or_the_drain_timeout_ends_it_at_once);
     suite_add_tcase(s, tc);
     return s;
 }
