@@ -11,6 +11,8 @@
  * phase showed what it should and exits 1 otherwise (CI runs it so). */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <ctype.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,27 +338,62 @@ static void dispose(struct sim *s)
         event_base_free(s->base);
 }
 
+/* v read whole as --seconds (strtod alone stops at the first stray
+ * character, so "5x" was 5 and "abc" 0); false, said on stderr, when it
+ * is not a number within [5, MAX_SECONDS]. */
+static bool read_seconds(const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0' || errno == ERANGE || !(x >= 5) ||
+        x > MAX_SECONDS) {
+        fprintf(stderr, "sim: --seconds: '%s' is not a number from 5 to %d\n",
+                v, MAX_SECONDS);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+/* v read whole as --seed: decimal digits only (strtoull alone takes "abc"
+ * as 0, "-1" as the largest seed and clamps an overflow). */
+static bool read_seed(const char *v, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x =
+        isdigit((unsigned char)v[0]) ? strtoull(v, &end, 10) : 0;
+    if (!end || *end != '\0' || errno == ERANGE) {
+        fprintf(stderr,
+                "sim: --seed: '%s' is not a whole number from 0 to "
+                "%llu\n",
+                v, (unsigned long long)UINT64_MAX);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     double seconds = 24;
     uint64_t seed = 0;
     bool check = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
-            seconds = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--check"))
+        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            if (!read_seconds(argv[++i], &seconds))
+                return 2;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!read_seed(argv[++i], &seed))
+                return 2;
+        } else if (!strcmp(argv[i], "--check"))
             check = true;
         else {
             fprintf(stderr, "usage: %s [--seconds N] [--seed S] [--check]\n",
                     argv[0]);
             return 2;
         }
-    }
-    if (seconds < 5 || seconds > MAX_SECONDS) {
-        fprintf(stderr, "sim: --seconds must be within [5, %d]\n", MAX_SECONDS);
-        return 2;
     }
     signal(SIGPIPE, SIG_IGN);
     static struct sim s; /* large (a row per second): not on the stack */
