@@ -526,8 +526,10 @@ static void add_hex(struct px_buf *b, uint64_t v)
     px_buf_add(b, d + sizeof d - n, n);
 }
 
-/* The request as it goes upstream: the body is sent with a Content-Length
- * (a chunked one is read whole, so its length is known). */
+/* The request as it goes upstream to c->up: the body is sent with a
+ * Content-Length (a chunked one is read whole, so its length is known).
+ * Built once the upstream is known, as an HTTP/1.0 request may have no
+ * Host and HTTP/1.1 requires one: the upstream's own is given then. */
 static void build_request(struct client *c)
 {
     struct px_buf *r = &c->req;
@@ -540,10 +542,13 @@ static void build_request(struct client *c)
     px_buf_add(r, " HTTP/1.1\r\n", 11);
     const char *connection = connection_names(hs);
     const char *xff = NULL;
+    bool host = false;
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = header_name(hs, i);
         if (hop_by_hop(connection, name))
             continue;
+        if (!host && strcasecmp(name, "host") == 0)
+            host = true;
         if (strcasecmp(name, "expect") == 0)
             continue; /* answered by the proxy */
         if (strcasecmp(name, "x-forwarded-for") == 0) {
@@ -551,6 +556,11 @@ static void build_request(struct client *c)
             continue;
         }
         add_header(r, name, header_value(hs, i));
+    }
+    if (!host && c->up) {
+        const char *name = tide_group_upstream_name(c->up);
+        add_header(r, "Host",
+                   strncmp(name, "tls://", 6) == 0 ? name + 6 : name);
     }
     px_buf_add(r, "X-Forwarded-For: ", 17);
     if (xff) {
@@ -568,6 +578,27 @@ static void build_request(struct client *c)
     px_buf_add(r, "\r\n", 2);
     /* a copy: the body stays for a retry */
     px_buf_add(r, px_buf_data(&c->req_body), body);
+}
+
+enum { STATS_NONE, STATS_JSON, STATS_PROMETHEUS };
+
+/* Whether url is the stats page, /_tidepool/stats with a query or none,
+ * and in which format (format=prometheus among the query's parameters);
+ * any other path, /_tidepool/statsx included, goes upstream. */
+static int stats_page(const char *url)
+{
+    static const char path[] = "/_tidepool/stats";
+    size_t n = sizeof path - 1;
+    if (!url || strncmp(url, path, n) != 0 || (url[n] && url[n] != '?'))
+        return STATS_NONE;
+    for (const char *q = url[n] ? url + n + 1 : NULL; q;) {
+        const char *e = strchr(q, '&');
+        size_t len = e ? (size_t)(e - q) : strlen(q);
+        if (len == 17 && strncmp(q, "format=prometheus", 17) == 0)
+            return STATS_PROMETHEUS;
+        q = e ? e + 1 : NULL;
+    }
+    return STATS_JSON;
 }
 
 /* Parses what the client sent; a whole request starts its exchange. */
@@ -600,14 +631,26 @@ static void client_parse(struct client *c)
             c->state = C_FLUSHING;
             return;
         }
-        const char *url = client_url(c);
-        if (url && strncmp(url, "/_tidepool/stats", 16) == 0) {
+        int page_kind = stats_page(client_url(c));
+        if (page_kind && c->method != HTTP_GET && c->method != HTTP_HEAD) {
+            client_write_error(c, 405, "Method Not Allowed",
+                               "Allow: GET, HEAD\r\n",
+                               "the stats page answers GET and HEAD");
+            c->px->stats.responses++;
+            if (!c->req_keep_alive) {
+                c->state = C_FLUSHING;
+                return;
+            }
+            c->req_complete = false;
+            continue;
+        }
+        if (page_kind) {
             struct evbuffer *page = evbuffer_new();
             if (!page)
                 abort();
-            px__stats_page(c->px->group, page,
-                           strstr(url, "format=prometheus") != NULL,
-                           c->req_keep_alive);
+            px__stats_page(c->px->group, &c->px->stats, page,
+                           page_kind == STATS_PROMETHEUS, c->req_keep_alive,
+                           c->method == HTTP_HEAD);
             size_t n = evbuffer_get_length(page);
             px_buf_add(client_out(c), evbuffer_pullup(page, -1), n);
             evbuffer_free(page);
@@ -619,7 +662,6 @@ static void client_parse(struct client *c)
             c->req_complete = false;
             continue;
         }
-        build_request(c);
         c->retried = false;
         start_exchange(c);
         return;
@@ -826,7 +868,6 @@ static void exchange_failed(struct client *c, const char *why)
     if (retry) {
         c->retried = true;
         c->px->stats.retries++;
-        build_request(c);
         start_exchange(c);
         return;
     }
@@ -963,6 +1004,7 @@ static void on_upstream_readable(evutil_socket_t fd, short what, void *arg)
 
 static void send_upstream(struct client *c)
 {
+    build_request(c);
     http_parser_init(&c->resp_parser, HTTP_RESPONSE);
     c->resp_parser.data = c;
     c->any_byte = false;

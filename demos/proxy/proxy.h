@@ -26,8 +26,12 @@
  * second) and the connection released whole; otherwise it is abandoned,
  * never lent again with half a response in it.
  *
- * GET /_tidepool/stats answers every upstream's pool stats as JSON,
- * /_tidepool/stats?format=prometheus as Prometheus text.
+ * GET or HEAD /_tidepool/stats (that path exactly, with any query)
+ * answers the proxy's own counters (px_stats) and every upstream's pool
+ * stats as JSON, with format=prometheus in the query as Prometheus text;
+ * another method gets 405, and any other path goes upstream. A request
+ * without Host (HTTP/1.0 allows it) goes upstream with the upstream's own
+ * host:port, as HTTP/1.1 requires one.
  *
  * One proxy belongs to one event_base and its thread. SIGPIPE must be
  * ignored by the program.

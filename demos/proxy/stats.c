@@ -21,8 +21,26 @@
     X(lost, PRIu64, uint64_t)                                                  \
     X(acquires, PRIu64, uint64_t)                                              \
     X(dirty, PRIu64, uint64_t)                                                 \
+    X(retired, PRIu64, uint64_t)                                               \
+    X(abandoned, PRIu64, uint64_t)                                             \
     X(recent_p50, PRId64, int64_t)                                             \
     X(recent_p99, PRId64, int64_t)
+
+/* The proxy's own counters: what it answered itself and how its
+ * exchanges ended. */
+#define PROXY_FIELDS(X)                                                        \
+    X(requests, PRIu64, uint64_t)                                              \
+    X(responses, PRIu64, uint64_t)                                             \
+    X(errors_502, PRIu64, uint64_t)                                            \
+    X(errors_503, PRIu64, uint64_t)                                            \
+    X(errors_504, PRIu64, uint64_t)                                            \
+    X(retries, PRIu64, uint64_t)                                               \
+    X(aborted, PRIu64, uint64_t)                                               \
+    X(orphans, PRIu64, uint64_t)                                               \
+    X(discarded, PRIu64, uint64_t)                                             \
+    X(retired, PRIu64, uint64_t)                                               \
+    X(abandoned, PRIu64, uint64_t)                                             \
+    X(clients, PRId64, int64_t)
 
 static const char *state_name(enum tide_breaker_state s)
 {
@@ -54,8 +72,9 @@ static void prom_pool(struct evbuffer *b, const char *upstream,
 #undef X
 }
 
-void px__stats_page(struct tide_group *g, struct evbuffer *out, bool prometheus,
-                    bool keep_alive)
+void px__stats_page(struct tide_group *g, const struct px_stats *ps,
+                    struct evbuffer *out, bool prometheus, bool keep_alive,
+                    bool head)
 {
     struct evbuffer *b = evbuffer_new();
     if (!b)
@@ -66,6 +85,11 @@ void px__stats_page(struct tide_group *g, struct evbuffer *out, bool prometheus,
     struct tide_group_upstream **ups = calloc(n ? n : 1, sizeof *ups);
     n = ups ? tide_group_upstreams(g, ups, n) : 0;
     if (prometheus) {
+#define X(name, fmt, type)                                                     \
+    evbuffer_add_printf(b, "tidepool_proxy_" #name " %" fmt "\n",              \
+                        (type)ps->name);
+        PROXY_FIELDS(X)
+#undef X
         evbuffer_add_printf(b,
                             "tidepool_group_acquires %" PRIu64 "\n"
                             "tidepool_group_served %" PRIu64 "\n"
@@ -80,8 +104,15 @@ void px__stats_page(struct tide_group *g, struct evbuffer *out, bool prometheus,
             prom_pool(b, tide_group_upstream_name(ups[i]), &s);
         }
     } else {
+        evbuffer_add(b, "{\"proxy\":{", 10);
+        const char *comma = "";
+#define X(name, fmt, type)                                                     \
+    evbuffer_add_printf(b, "%s\"" #name "\":%" fmt, comma, (type)ps->name);    \
+    comma = ",";
+        PROXY_FIELDS(X)
+#undef X
         evbuffer_add_printf(b,
-                            "{\"group\":{\"upstreams\":%" PRId64
+                            "},\"group\":{\"upstreams\":%" PRId64
                             ",\"open\":%" PRId64 ",\"lent\":%" PRId64
                             ",\"acquires\":%" PRIu64 ",\"served\":%" PRIu64
                             ",\"failed\":%" PRIu64 ",\"failovers\":%" PRIu64
@@ -105,6 +136,7 @@ void px__stats_page(struct tide_group *g, struct evbuffer *out, bool prometheus,
         "Content-Length: %zu\r\n%s\r\n",
         prometheus ? "text/plain; version=0.0.4" : "application/json",
         evbuffer_get_length(b), keep_alive ? "" : "Connection: close\r\n");
-    evbuffer_add_buffer(out, b);
+    if (!head)
+        evbuffer_add_buffer(out, b);
     evbuffer_free(b);
 }

@@ -6,11 +6,15 @@
 #include <stdbool.h>
 #include <tidepool/group.h>
 
+#include "proxy.h"
+
 struct evbuffer;
 
-/* Appends a whole HTTP/1.1 200 response to out: the group's stats and each
- * upstream's, JSON (or Prometheus text when prometheus). */
-void px__stats_page(struct tide_group *g, struct evbuffer *out, bool prometheus,
-                    bool keep_alive);
+/* Appends a whole HTTP/1.1 200 response to out: the proxy's own counters
+ * (ps), the group's stats and each upstream's, JSON (or Prometheus text
+ * when prometheus); the head alone when head (a HEAD request). */
+void px__stats_page(struct tide_group *g, const struct px_stats *ps,
+                    struct evbuffer *out, bool prometheus, bool keep_alive,
+                    bool head);
 
 #endif

@@ -996,6 +996,93 @@ START_TEST(the_stats_page_lists_every_upstream)
 }
 END_TEST
 
+/* One raw request through the proxy; its response in j->r (the caller
+ * disposes of it). */
+static void ask(struct raw_job *j, const char *req, bool head)
+{
+    response_dispose(&j->r);
+    j->req = req;
+    j->head = head;
+    j->ok = false;
+    run_client(raw_exchange, j, 5000);
+    ck_assert_msg(j->ok, "no whole response to: %s", req);
+    if (j->r.body)
+        j->r.body[j->r.body_len] = '\0';
+}
+
+static const char *body_of(const struct raw_job *j)
+{
+    return j->r.body ? (const char *)j->r.body : "";
+}
+
+/* Only /_tidepool/stats (a query allowed) is the page, for GET and HEAD;
+ * a path that only starts the same goes upstream, another method is 405;
+ * the proxy's own counters are on it in both formats. */
+START_TEST(the_stats_page_is_its_exact_path_for_get_and_head)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 2);
+    struct raw_job j = {.port = proxy_port()};
+    ask(&j, "GET /_tidepool/statsx HTTP/1.1\r\nHost: t\r\n\r\n", false);
+    ck_assert_int_eq(j.r.status, 200);
+    ck_assert_str_eq(j.r.x_method, "GET"); /* the origin answered */
+    ask(&j, "GET /_tidepool/stats/x HTTP/1.1\r\nHost: t\r\n\r\n", false);
+    ck_assert_str_eq(j.r.x_method, "GET");
+    ask(&j,
+        "POST /_tidepool/stats HTTP/1.1\r\nHost: t\r\n"
+        "Content-Length: 0\r\n\r\n",
+        false);
+    ck_assert_int_eq(j.r.status, 405);
+    ck_assert_str_eq(j.r.x_method, "");
+    ask(&j, "HEAD /_tidepool/stats HTTP/1.1\r\nHost: t\r\n\r\n", true);
+    ck_assert_int_eq(j.r.status, 200);
+    ck_assert_int_gt(j.r.content_length, 0);
+    ck_assert_uint_eq(j.r.body_len, 0);
+    ask(&j, "GET /_tidepool/stats HTTP/1.1\r\nHost: t\r\n\r\n", false);
+    ck_assert_int_eq(j.r.status, 200);
+    ck_assert_str_eq(j.r.x_method, "");
+    /* the two forwarded, the 405, the HEAD and this one */
+    ck_assert_msg(strstr(body_of(&j), "\"proxy\":{\"requests\":5,"), "%s",
+                  body_of(&j));
+    ck_assert_msg(strstr(body_of(&j), "\"errors_503\":0"), "%s", body_of(&j));
+    ck_assert_msg(strstr(body_of(&j), "\"aborted\":0"), "%s", body_of(&j));
+    ask(&j,
+        "GET /_tidepool/stats?x=1&format=prometheus HTTP/1.1\r\nHost: t\r\n"
+        "\r\n",
+        false);
+    ck_assert_msg(strstr(body_of(&j), "tidepool_proxy_requests 6\n"), "%s",
+                  body_of(&j));
+    ck_assert_msg(strstr(body_of(&j), "tidepool_proxy_errors_502 0\n"), "%s",
+                  body_of(&j));
+    ck_assert_msg(strstr(body_of(&j), "tidepool_proxy_retries 0\n"), "%s",
+                  body_of(&j));
+    ask(&j,
+        "GET /_tidepool/stats?format=prometheusx HTTP/1.1\r\nHost: t\r\n"
+        "\r\n",
+        false);
+    ck_assert_msg(body_of(&j)[0] == '{', "%s", body_of(&j));
+    response_dispose(&j.r);
+}
+END_TEST
+
+/* HTTP/1.1 requires Host, which an HTTP/1.0 request may lack: the proxy
+ * gives the upstream's own (nginx answers 400 without one). */
+START_TEST(an_http10_request_without_host_gets_the_upstreams)
+{
+    nginx_start(&ng[0], 0, NULL);
+    proxy_start(&ng[0].port, 1, 2);
+    struct raw_job j = {.port = proxy_port()};
+    ask(&j, "GET /f1k HTTP/1.0\r\n\r\n", false);
+    ck_assert_int_eq(j.r.status, 200);
+    ck_assert_uint_eq(j.r.body_len, 1024);
+    ck_assert_int_eq(memcmp(j.r.body, file_bytes(1024), 1024), 0);
+    /* one the client gave is kept, not doubled (nginx: 400 on two) */
+    ask(&j, "GET /f1k HTTP/1.0\r\nHost: example\r\n\r\n", false);
+    ck_assert_int_eq(j.r.status, 200);
+    response_dispose(&j.r);
+}
+END_TEST
+
 /* ---- a TLS upstream ---- */
 
 START_TEST(a_tls_upstream_serves_byte_exact_bodies_on_kept_connections)
@@ -1065,6 +1152,8 @@ static Suite *proxy_suite(void)
                    an_upstream_silent_past_the_response_timeout_answers_504);
     tcase_add_test(tc, ten_thousand_requests_through_two_pools_of_four);
     tcase_add_test(tc, the_stats_page_lists_every_upstream);
+    tcase_add_test(tc, the_stats_page_is_its_exact_path_for_get_and_head);
+    tcase_add_test(tc, an_http10_request_without_host_gets_the_upstreams);
     tcase_add_test(tc,
                    a_tls_upstream_serves_byte_exact_bodies_on_kept_connections);
     suite_add_tcase(s, tc);
