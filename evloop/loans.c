@@ -240,7 +240,15 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
     return 0;
 }
 
-int tide_evpool_discard(struct tide_evpool *p, void *resource)
+/* How a loan ended that does not give its resource back. */
+enum loan_end {
+    LOAN_FAILED,    /* discard: the backend's failure */
+    LOAN_SERVED,    /* retire: it served, and must not be reused */
+    LOAN_ABANDONED, /* abandon: the borrower gave it up; no outcome */
+};
+
+/* Destroys a lent resource, after telling the ward how its loan ended. */
+static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
 {
     if (!p)
         return TIDE_EINVAL;
@@ -249,46 +257,38 @@ int tide_evpool_discard(struct tide_evpool *p, void *resource)
     if (rc)
         return rc;
     tide__evpool_now(p);
-    if (!tide__conn_settle(p, i, true))
-        tide__report(p, false);
+    if (how == LOAN_ABANDONED) {
+        /* The borrower's reasons say nothing of the backend. A first loan
+         * leaves its make unsettled rather than proven or failed: neither
+         * the breaker nor the backoff hears of it. */
+        p->counters.abandoned++;
+        p->conns[i].untried = false;
+    } else {
+        /* a retire is an accepted release, as when retire_after retires
+         * one; a first loan settles its make beside */
+        bool served = how == LOAN_SERVED;
+        if (served)
+            p->counters.retired++;
+        if (!tide__conn_settle(p, i, !served))
+            tide__report(p, served);
+    }
     tide__conn_destroy(p, i);
     return 0;
+}
+
+int tide_evpool_discard(struct tide_evpool *p, void *resource)
+{
+    return end_lent(p, resource, LOAN_FAILED);
 }
 
 int tide_evpool_retire(struct tide_evpool *p, void *resource)
 {
-    if (!p)
-        return TIDE_EINVAL;
-    uint32_t i;
-    int rc = find_lent(p, resource, &i);
-    if (rc)
-        return rc;
-    tide__evpool_now(p);
-    /* it served: an accepted release, as one retire_after retires */
-    p->counters.retired++;
-    if (!tide__conn_settle(p, i, false))
-        tide__report(p, true);
-    tide__conn_destroy(p, i);
-    return 0;
+    return end_lent(p, resource, LOAN_SERVED);
 }
 
 int tide_evpool_abandon(struct tide_evpool *p, void *resource)
 {
-    if (!p)
-        return TIDE_EINVAL;
-    uint32_t i;
-    int rc = find_lent(p, resource, &i);
-    if (rc)
-        return rc;
-    tide__evpool_now(p);
-    /* No outcome: the borrower gave up for its own reasons, which says
-     * nothing of the backend. A first loan leaves its make unsettled
-     * rather than proven or failed: neither the breaker nor the backoff
-     * hears of it. */
-    p->counters.abandoned++;
-    p->conns[i].untried = false;
-    tide__conn_destroy(p, i);
-    return 0;
+    return end_lent(p, resource, LOAN_ABANDONED);
 }
 
 int tide_evpool_lost(struct tide_evpool *p, void *resource)
