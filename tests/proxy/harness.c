@@ -1,6 +1,8 @@
 /* The proxy suite's harness (see harness.h). */
 #include "harness.h"
+
 #include "certs.h"
+#include "connect.h"
 #include "loop.h"
 
 #include <arpa/inet.h>
@@ -81,16 +83,9 @@ static int free_port(void)
 
 int client_connect(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
+    int fd = tide_test_connect(port);
+    if (fd < 0)
         return -1;
-    }
-    struct timeval tv = {.tv_sec = 10};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;

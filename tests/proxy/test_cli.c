@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connect.h"
 #include "load_child.h"
 #include "loop.h"
 #include "runner.h"
@@ -172,21 +173,6 @@ static int listen_any(int *port)
     return fd;
 }
 
-static int connect_to(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    struct timeval tv = {.tv_sec = 10};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-}
-
 #define SLOW_BODY (256 * 1024)
 
 static unsigned char slow_byte(size_t i)
@@ -272,7 +258,7 @@ static pid_t proxy_spawn(int port, int upstream, const char *drain_ms)
     }
     /* ready once it takes a connection */
     for (int i = 0; i < 500; i++) {
-        int fd = connect_to(port);
+        int fd = tide_test_connect(port);
         if (fd >= 0) {
             close(fd);
             return pid;
@@ -354,8 +340,8 @@ START_TEST(sigterm_lets_an_exchange_in_flight_finish)
     slow_origin_start(&o, 1000);
     int port = tide_test_free_port();
     pid_t pid = proxy_spawn(port, o.port, "10000");
-    int idle = connect_to(port); /* a client between requests */
-    int fd = connect_to(port);
+    int idle = tide_test_connect(port); /* a client between requests */
+    int fd = tide_test_connect(port);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, slow_request, strlen(slow_request)),
                      (ssize_t)strlen(slow_request));
@@ -363,7 +349,7 @@ START_TEST(sigterm_lets_an_exchange_in_flight_finish)
     int64_t t0 = now_ms();
     kill(pid, SIGTERM);
     usleep(100000);
-    int late = connect_to(port);
+    int late = tide_test_connect(port);
     if (late >= 0)
         close(late);
     ck_assert_msg(late < 0, "it still takes connections while draining");
@@ -392,7 +378,7 @@ START_TEST(a_second_sigterm_or_the_drain_timeout_ends_it_at_once)
         int port = tide_test_free_port();
         /* round 0: a second signal; round 1: a 300 ms drain timeout */
         pid_t pid = proxy_spawn(port, o.port, round ? "300" : "10000");
-        int fd = connect_to(port);
+        int fd = tide_test_connect(port);
         ck_assert_int_eq(write(fd, slow_request, strlen(slow_request)),
                          (ssize_t)strlen(slow_request));
         usleep(200000);
