@@ -601,6 +601,20 @@ static int stats_page(const char *url)
     return STATS_JSON;
 }
 
+/* A request the proxy answered itself (the stats page, or its refusal):
+ * the client's next request may follow, or the answer is flushed and the
+ * connection closed. Returns false for the close. */
+static bool answered_here(struct client *c)
+{
+    c->px->stats.responses++;
+    if (!c->req_keep_alive) {
+        c->state = C_FLUSHING;
+        return false;
+    }
+    c->req_complete = false;
+    return true;
+}
+
 /* Parses what the client sent; a whole request starts its exchange. */
 static void client_parse(struct client *c)
 {
@@ -636,12 +650,8 @@ static void client_parse(struct client *c)
             client_write_error(c, 405, "Method Not Allowed",
                                "Allow: GET, HEAD\r\n",
                                "the stats page answers GET and HEAD");
-            c->px->stats.responses++;
-            if (!c->req_keep_alive) {
-                c->state = C_FLUSHING;
+            if (!answered_here(c))
                 return;
-            }
-            c->req_complete = false;
             continue;
         }
         if (page_kind) {
@@ -654,12 +664,8 @@ static void client_parse(struct client *c)
             size_t n = evbuffer_get_length(page);
             px_buf_add(client_out(c), evbuffer_pullup(page, -1), n);
             evbuffer_free(page);
-            c->px->stats.responses++;
-            if (!c->req_keep_alive) {
-                c->state = C_FLUSHING;
+            if (!answered_here(c))
                 return;
-            }
-            c->req_complete = false;
             continue;
         }
         c->retried = false;
