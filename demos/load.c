@@ -1,8 +1,7 @@
 /* The load programs' options and closed-loop run (see load.h). */
 #include "load.h"
+#include "number.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +32,11 @@ static const struct tide_demo_opt *find(const struct tide_demo_opt *t, size_t n,
 bool tide_demo_parse_number(const char *prog, const char *option, const char *v,
                             long long min, long long max, long long *out)
 {
-    /* strtoll alone skips blanks, takes a '+', stops at the first
-     * non-digit and clamps on overflow: each is checked here instead */
-    const char *digits = v[0] == '-' ? v + 1 : v;
-    char *end = NULL;
-    errno = 0;
-    long long x = isdigit((unsigned char)digits[0]) ? strtoll(v, &end, 10) : 0;
-    if (!end || *end != '\0' || errno == ERANGE || x < min || x > max) {
-        fprintf(stderr,
-                "%s: %s: '%s' is not a whole number from %lld to %lld\n", prog,
-                option, v, min, max);
-        return false;
-    }
-    *out = x;
-    return true;
+    if (tide_demo_whole_number(v, min, max, out))
+        return true;
+    fprintf(stderr, "%s: %s: '%s' is not a whole number from %lld to %lld\n",
+            prog, option, v, min, max);
+    return false;
 }
 
 bool tide_demo_load_args_read(struct tide_demo_load_args *a, const char *prog,

@@ -1,9 +1,9 @@
 /* The proxy's configuration (see config.h). */
 #include "config.h"
 
+#include "../number.h"
+
 #include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,23 +76,6 @@ static int fail(char *err, size_t n, const char *fmt, ...)
     return -1;
 }
 
-/* A whole decimal number in [min, max]: strtoll takes leading blanks, a
- * sign and trailing junk, and saturates on overflow, so each is checked. */
-static bool whole_number(const char *v, long long min, long long max,
-                         long long *out)
-{
-    if (!isdigit((unsigned char)v[0]) &&
-        !(v[0] == '-' && isdigit((unsigned char)v[1])))
-        return false;
-    errno = 0;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (errno == ERANGE || *end != '\0' || x < min || x > max)
-        return false;
-    *out = x;
-    return true;
-}
-
 /* "HOST:PORT" into host and port; the port from min_port. NULL, or what is
  * wrong with it. */
 static const char *host_port(const char *s, char *host, size_t hlen,
@@ -113,7 +96,7 @@ static const char *host_port(const char *s, char *host, size_t hlen,
     long long p;
     if (!colon[1])
         return "no port after the ':'";
-    if (!whole_number(colon + 1, min_port, 65535, &p))
+    if (!tide_demo_whole_number(colon + 1, min_port, 65535, &p))
         return min_port ? "the port must be a number from 1 to 65535"
                         : "the port must be a number from 0 to 65535";
     memcpy(host, s, len);
@@ -155,7 +138,7 @@ static int set_number(struct px_config *c, const struct num_opt *o,
                       const char *v, char *err, size_t errlen)
 {
     long long x;
-    if (!whole_number(v, o->min, o->max, &x))
+    if (!tide_demo_whole_number(v, o->min, o->max, &x))
         return fail(err, errlen,
                     "%s: '%s' is not a whole number from %lld to %lld%s",
                     o->name, v, o->min, o->max,
