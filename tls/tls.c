@@ -222,7 +222,12 @@ static SSL *new_ssl(struct tide_tls_factory *tls)
             ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
                                                tls->verify_name) == 1;
         } else {
-            SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+            /* names come from subjectAltName only: OpenSSL would fall back
+             * to the subject's CN when no DNS SAN is there, which RFC 9525
+             * drops (CAs must put every name in the SAN), so a
+             * certificate without the name asked for is not for it */
+            SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+                                       X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
             ok = SSL_set1_host(ssl, tls->verify_name) == 1;
         }
     } else {
@@ -446,6 +451,10 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
             strip_brackets(o->verify_name ? o->verify_name : host);
         if (!tls->verify_name)
             return TIDE_ENOMEM;
+        /* "" would check no name at all (SSL_set1_host clears the list):
+         * any certificate from a trusted CA would do, for any host */
+        if (!*tls->verify_name)
+            return TIDE_EINVAL;
         tls->verify_ip = is_ip(tls->verify_name);
     }
     /* the preset: the name the certificate is checked against, unless it
@@ -464,7 +473,10 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
             return TIDE_ENOMEM;
         size_t n = strlen(tls->sni); /* "example.com." is sent without dot */
         if (n > 1 && tls->sni[n - 1] == '.')
-            tls->sni[n - 1] = '\0';
+            tls->sni[--n] = '\0';
+        /* RFC 6066's bound: OpenSSL would refuse it on every make */
+        if (n > TLSEXT_MAXLEN_host_name)
+            return TIDE_EINVAL;
     }
     tls->resumption = !o->no_resumption;
     if (tls->resumption) {

@@ -28,10 +28,11 @@
  * BEV_OPT_CLOSE_ON_FREE|BEV_OPT_DEFER_CALLBACKS.
  *
  * TLS: verification is on by default (chain and host name, or the IP address
- * for an IP literal); SNI is sent for names; ALPN is optional; sessions are
- * cached per upstream and offered on the next connection (TLS 1.3 tickets are
- * used once each), and a connection is closed with close_notify so its
- * session stays resumable.
+ * for an IP literal, read from the certificate's subjectAltName only: a
+ * subject CN is not taken for a name, RFC 9525); SNI is sent for names; ALPN is
+ * optional; sessions are cached per upstream and offered on the next connection
+ * (TLS 1.3 tickets are used once each), and a connection is closed with
+ * close_notify so its session stays resumable.
  *
  * A connection you are lent has no callbacks set, reading and writing enabled
  * and no timeouts: set your own with bufferevent_setcb. Give it back with
@@ -494,7 +495,9 @@ struct tide_tls_factory;
  * option (see the TCP ones, and: a version other than TLS 1.2 or 1.3, min
  * above max, context fields given with ctx, key_file without cert_file, an
  * empty ALPN list, an empty or over-long ALPN protocol, alpn_required without
- * alpn, an IP address as sni, a verify_name given with insecure_skip_verify,
+ * alpn, an IP address as sni, an SNI (sni, or the name it is taken from)
+ * longer than 255 bytes, an empty verify_name (it would check no
+ * name), a verify_name given with insecure_skip_verify,
  * a negative handshake_timeout or upgrade_timeout, upgrade_arg,
  * upgrade_abort or upgrade_timeout without upgrade, a tcp.path without
  * verify_name or insecure_skip_verify), with *out NULL when out is not;

@@ -89,14 +89,18 @@ bool pki_make(struct pki *p)
                             GOOD_NAMES, false, -60, HOUR, false);
     p->client = make_cert(p->key, p->ca, p->ca_key, "tidepool client", NULL,
                           false, -60, HOUR, true);
+    p->no_san = make_cert(p->key, p->ca, p->ca_key, "localhost", NULL, false,
+                          -60, HOUR, false);
+    p->ip_san = make_cert(p->key, p->ca, p->ca_key, "localhost", "IP:127.0.0.1",
+                          false, -60, HOUR, false);
     return p->good && p->other && p->expired && p->self && p->stranger &&
-           p->client;
+           p->client && p->no_san && p->ip_san;
 }
 
 void pki_free(struct pki *p)
 {
-    X509 *certs[] = {p->ca,      p->other_ca, p->good,     p->other,
-                     p->expired, p->self,     p->stranger, p->client};
+    X509 *certs[] = {p->ca,   p->other_ca, p->good,   p->other,  p->expired,
+                     p->self, p->stranger, p->client, p->no_san, p->ip_san};
     for (size_t i = 0; i < sizeof certs / sizeof certs[0]; i++)
         X509_free(certs[i]);
     EVP_PKEY_free(p->ca_key);

@@ -20,6 +20,8 @@ struct pki {
     X509 *self;     /* self-signed, the good names */
     X509 *stranger; /* by other_ca: the good names */
     X509 *client;   /* by ca: a client certificate, CN=tidepool client */
+    X509 *no_san;   /* by ca: CN=localhost and no subjectAltName at all */
+    X509 *ip_san;   /* by ca: CN=localhost, subjectAltName IP:127.0.0.1 only */
 };
 
 /* Fills p; false when OpenSSL failed. */

@@ -149,6 +149,56 @@ START_TEST(wrong_ip_is_a_name_mismatch)
 }
 END_TEST
 
+/* A certificate names its hosts in subjectAltName; the subject's CN is not
+ * read (RFC 9525): a certificate without the SAN asked for is not for that
+ * host, whatever its CN says. */
+START_TEST(certificate_without_a_san_is_a_name_mismatch)
+{
+    struct tls t;
+    serve(&t, fx->pki.no_san, 0);
+    struct tide_tls_options o = tls_options("localhost", &t.s);
+    connect_with(&t, &o);
+    ck_assert_int_eq(t.g.status, TIDE_ENAME_MISMATCH);
+    ck_assert_int_eq(verify_result(&t), X509_V_ERR_HOSTNAME_MISMATCH);
+    finish(&t);
+}
+END_TEST
+
+START_TEST(common_name_is_not_read_beside_an_ip_san)
+{
+    struct tls t;
+    serve(&t, fx->pki.ip_san, 0);
+    struct tide_tls_options o = tls_options("localhost", &t.s);
+    connect_with(&t, &o);
+    ck_assert_int_eq(t.g.status, TIDE_ENAME_MISMATCH);
+    finish(&t);
+
+    /* the SAN it has is honoured */
+    serve(&t, fx->pki.ip_san, 0);
+    o = tls_options("127.0.0.1", &t.s);
+    connect_with(&t, &o);
+    ck_assert_int_eq(t.g.status, 0);
+    finish(&t);
+}
+END_TEST
+
+/* "" would have OpenSSL check no name at all (SSL_set1_host clears the
+ * list): any certificate the CAs signed, for any host, would pass. */
+START_TEST(empty_verify_name_is_refused)
+{
+    struct tide_tls_factory *f = (void *)1;
+    struct tide_tls_options o = {
+        .tcp = {.host = "127.0.0.1", .port = 443},
+        .verify_name = "",
+    };
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_EINVAL);
+    ck_assert_ptr_null(f);
+    o.verify_name = "[]"; /* empty once the brackets are off */
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_EINVAL);
+    ck_assert_ptr_null(f);
+}
+END_TEST
+
 START_TEST(verify_name_overrides_the_host)
 {
     struct tls t;
@@ -459,6 +509,40 @@ START_TEST(bad_tls_options_are_refused)
 }
 END_TEST
 
+/* A name SNI cannot carry (RFC 6066: at most 255 bytes) is refused when the
+ * factory is made, not found out by every make as a failure to set up the
+ * connection. */
+START_TEST(sni_longer_than_255_bytes_is_refused)
+{
+    char name[300];
+    memset(name, 'a', sizeof name);
+    name[256] = '\0';
+    struct tide_tls_factory *f = (void *)1;
+    struct tide_tls_options o = {
+        .tcp = {.host = "localhost", .port = 443},
+        .sni = name,
+    };
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_EINVAL);
+    ck_assert_ptr_null(f);
+
+    /* over a Unix socket the SNI is verify_name's, unless sni says "" */
+    struct tide_tls_options u = {
+        .tcp = {.path = "/nonexistent/tidepool.sock"},
+        .verify_name = name,
+    };
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &u, &f), TIDE_EINVAL);
+    ck_assert_ptr_null(f);
+    u.sni = "";
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &u, &f), 0);
+    tide_tls_factory_free(f);
+
+    name[255] = '\0'; /* the longest that fits */
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), 0);
+    tide_tls_factory_free(f);
+    ERR_clear_error();
+}
+END_TEST
+
 START_TEST(callers_context_is_used)
 {
     struct tls t;
@@ -689,6 +773,9 @@ static Suite *suite(void)
     tcase_add_test(tc, unknown_issuer_is_untrusted);
     tcase_add_test(tc, wrong_name_is_a_name_mismatch);
     tcase_add_test(tc, wrong_ip_is_a_name_mismatch);
+    tcase_add_test(tc, certificate_without_a_san_is_a_name_mismatch);
+    tcase_add_test(tc, common_name_is_not_read_beside_an_ip_san);
+    tcase_add_test(tc, empty_verify_name_is_refused);
     tcase_add_test(tc, verify_name_overrides_the_host);
     tcase_add_test(tc, expired_certificate_is_expired);
     tcase_add_test(tc, insecure_option_accepts_anything);
@@ -715,6 +802,7 @@ static Suite *suite(void)
     tcase_add_test(tc, system_store_does_not_trust_the_test_ca);
     tcase_add_test(tc, unloadable_context_is_a_config_error);
     tcase_add_test(tc, bad_tls_options_are_refused);
+    tcase_add_test(tc, sni_longer_than_255_bytes_is_refused);
     tcase_add_test(tc, callers_context_is_used);
     tcase_add_test(tc, callers_context_is_still_verified);
     tcase_add_test(tc, client_certificate_is_presented);
