@@ -370,19 +370,23 @@ static int build_alpn(struct tide_tls_factory *tls, const char *const *list)
 }
 
 /* The cache key: everything that makes one upstream's sessions unfit for
- * another (a resumed handshake does not verify the certificate again). */
+ * another (a resumed handshake does not verify the certificate again).
+ * Each string goes in with its length first, so no name, whatever it
+ * holds, can make two settings read as one ("a|b" + "c" against "a" +
+ * "b|c"). */
 static int build_key(struct tide_tls_factory *tls)
 {
-    size_t n = strlen(tls->tcp.host) + (tls->sni ? strlen(tls->sni) : 0) +
-               (tls->verify_name ? strlen(tls->verify_name) : 0) +
-               tls->alpn_len * 2 + 64;
+    const char *sni = tls->sni ? tls->sni : "";
+    const char *name = tls->verify_name ? tls->verify_name : "";
+    size_t n = strlen(tls->tcp.host) + strlen(sni) + strlen(name) +
+               tls->alpn_len * 2 + 128;
     tls->key = malloc(n);
     if (!tls->key)
         return TIDE_ENOMEM;
-    int w =
-        snprintf(tls->key, n, "%s|%u|%s|%s|%p|", tls->tcp.host,
-                 (unsigned)tls->tcp.port, tls->sni ? tls->sni : "",
-                 tls->verify_name ? tls->verify_name : "-", (void *)tls->ctx);
+    int w = snprintf(
+        tls->key, n, "%zu:%s|%u|%zu:%s|%c%zu:%s|%p|", strlen(tls->tcp.host),
+        tls->tcp.host, (unsigned)tls->tcp.port, strlen(sni), sni,
+        tls->verify_name ? 'v' : '-', strlen(name), name, (void *)tls->ctx);
     for (unsigned int i = 0; i < tls->alpn_len; i++)
         w += snprintf(tls->key + w, n - (size_t)w, "%02x", tls->alpn[i]);
     return 0;

@@ -220,6 +220,47 @@ START_TEST(sessions_stay_with_their_upstream)
 }
 END_TEST
 
+/* The key keeps each setting apart even when a name holds the characters
+ * that could join two settings into one: a session made for SNI
+ * "a|localhost" verified as "localhost" is not one for SNI "a" verified as
+ * "localhost|localhost", which no certificate here matches (resumed, it
+ * would not be verified at all). */
+START_TEST(names_holding_a_separator_do_not_share_sessions)
+{
+    struct run r;
+    serve(&r, 0, 0);
+    struct tide_tls_sessions *cache;
+    ck_assert_int_eq(tide_tls_sessions_new(0, &cache), 0);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), fx->pki.ca);
+    struct tide_tls_options o = {
+        .tcp = {.host = "localhost", .port = r.s.port},
+        .ctx = ctx,
+        .sessions = cache,
+        .sni = "a|localhost",
+    };
+    pool_over(&r, &o);
+    struct bufferevent *a = fresh(&r);
+    ck_assert_uint_ge(tide_tls_sessions_count(cache), 1);
+
+    struct run other = {0};
+    o.sni = "a";
+    o.verify_name = "localhost|localhost";
+    pool_over(&other, &o);
+    struct got g;
+    acquire_wait(&other.tp, &g, 5000);
+    ck_assert_int_eq(g.status, TIDE_ENAME_MISMATCH);
+    ck_assert_uint_eq(stats(&other).resumed, 0);
+
+    release(&r, a);
+    finish(&other);
+    finish(&r);
+    SSL_CTX_free(ctx);
+    tide_tls_sessions_free(cache);
+    server_stop(&r.s);
+}
+END_TEST
+
 static bool ticket_seen(void *arg)
 {
     return stats(arg).sessions_received >= 2;
@@ -300,6 +341,7 @@ static Suite *suite(void)
     tcase_add_test(tc, closed_connection_leaves_its_session_resumable);
     tcase_add_test(tc, resumption_can_be_turned_off);
     tcase_add_test(tc, sessions_stay_with_their_upstream);
+    tcase_add_test(tc, names_holding_a_separator_do_not_share_sessions);
     tcase_add_test(tc, ticket_while_idle_keeps_the_connection);
     tcase_add_test(tc, key_update_while_idle_keeps_the_connection);
     tcase_add_test(tc, cache_holds_at_most_its_size);
