@@ -1,0 +1,199 @@
+/* demos/smtp against the faults a real server shows now and then, played by
+ * the scripted server in fake.h on the test's own loop: a session that
+ * stops reading in the middle of a message, a verdict followed by bytes no
+ * one asked for, a reply out of turn while a session opens, a reset after
+ * RCPT, a RSET answered with an error, a message refused at its end. And
+ * what a caller gets wrong: NULL arguments, an empty recipient. No
+ * aiosmtpd is needed: these run everywhere. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake.h"
+#include "fixture.h"
+
+static const char *const one[] = {"rcpt@test.example"};
+
+static struct fake_server fake;
+
+static void fake_up(const struct fake_rule *rules, size_t n)
+{
+    ck_assert(fake_start(&fake, sx->base, rules, n));
+}
+
+static struct tide_smtp_options fake_options(int64_t size)
+{
+    return (struct tide_smtp_options){
+        .tcp = {.host = "127.0.0.1", .port = fake.port},
+        .pool = {.limits = TIDE_LIMITS(.size = size), .seed = 1},
+        .reply_timeout = TIDE_MS(300),
+        .timeout = TIDE_SEC(8),
+    };
+}
+
+static void end(struct tide_smtp_sender *s)
+{
+    sender_end(s);
+    fake_stop(&fake);
+}
+
+/* The connection reset after RCPT: nothing was delivered, the message goes
+ * again on a new session and arrives once. */
+START_TEST(reset_after_rcpt_is_sent_again_once)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_RCPT, .conn = 1, .act = FAKE_RESET},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "r", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.attempts, 2);
+    ck_assert_int_eq(a.rcpt_reply[0], 250);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], 1);
+    ck_assert_int_eq(fake.accepted, 2);
+    end(s);
+}
+END_TEST
+
+/* RSET answered with an error: the session is not trusted again; the next
+ * message goes on a new one, and the first was answered truthfully. */
+START_TEST(rset_refused_closes_the_session)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_RSET, .reply = "500 5.5.1 RSET? never heard of it\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "a", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    a = send_wait(s, "b", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(fake.accepted, 2);
+    ck_assert_int_eq(fake.seen[FAKE_MAIL], 2);
+    struct tide_smtp_stats st = sender_end(s);
+    ck_assert_uint_ge(st.pool.reset_failures, 1);
+    fake_stop(&fake);
+}
+END_TEST
+
+/* 554 at the end of DATA: the caller gets that reply with its code and
+ * text; the transaction is over, so after RSET the session carries the
+ * next message. */
+START_TEST(refused_at_the_end_of_data_keeps_the_session)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_DOT,
+         .times = 1,
+         .reply = "554 5.7.1 rejected as spam\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "s", one, 1, "buy now\r\n", 5000);
+    ck_assert_int_eq(a.status, TIDE_SMTP_EPERMANENT);
+    ck_assert_int_eq(a.reply, 554);
+    ck_assert_msg(strstr(a.text, "rejected as spam"), "%s", a.text);
+    ck_assert_int_eq(a.attempts, 1);
+    a = send_wait(s, "t", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(fake.accepted, 1);
+    ck_assert_int_ge(fake.seen[FAKE_RSET], 1);
+    end(s);
+}
+END_TEST
+
+/* What a caller can get wrong is refused at once, with no callback. */
+static int calls;
+
+static void count(struct tide_smtp_sender *s, int status,
+                  const struct tide_smtp_result *r, void *arg)
+{
+    (void)s;
+    (void)status;
+    (void)r;
+    (void)arg;
+    calls++;
+}
+
+START_TEST(bad_arguments_are_refused_at_once)
+{
+    fake_up(NULL, 0);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    const char *msg = "hello\r\n";
+    size_t len = strlen(msg);
+    const char *crlf[] = {"a@test.example>\r\nRCPT TO:<b@test.example"};
+    const char *lf[] = {"a@test.example\nDATA"};
+    const char *null[] = {"a@test.example", NULL};
+    calls = 0;
+    ck_assert_int_eq(tide_smtp_send(NULL, "f@t.e", one, 1, msg, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, NULL, one, 1, msg, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", NULL, 1, msg, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", one, 0, msg, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", one, 1, NULL, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", one, 1, msg, len, NULL, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", null, 2, msg, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", crlf, 1, msg, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", lf, 1, msg, len, count, 0),
+                     TIDE_EINVAL);
+    ck_assert_int_eq(
+        tide_smtp_send(s, "f@t.e\r\nRSET", one, 1, msg, len, count, 0),
+        TIDE_EINVAL);
+    run_ms(50);
+    ck_assert_int_eq(calls, 0);
+    ck_assert_int_eq(fake.seen[FAKE_MAIL], 0);
+    struct tide_smtp_sender *none = NULL;
+    ck_assert_int_eq(tide_smtp_sender_new(NULL, &o, &none), TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_sender_new(sx->base, NULL, &none), TIDE_EINVAL);
+    ck_assert_int_eq(tide_smtp_sender_new(sx->base, &o, NULL), TIDE_EINVAL);
+    struct tide_smtp_options bad = o;
+    bad.helo_name = "me\r\nMAIL FROM:<x@y>";
+    ck_assert_int_eq(tide_smtp_sender_new(sx->base, &bad, &none), TIDE_EINVAL);
+    ck_assert_ptr_null(none);
+    end(s);
+}
+END_TEST
+
+/* The null reverse-path (MAIL FROM:<>, for bounces) is a sender a caller
+ * may give: "" is sent as <> and the message goes. */
+START_TEST(null_reverse_path_is_sent)
+{
+    fake_up(NULL, 0);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a;
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(
+        tide_smtp_send(s, "", one, 1, "bounce\r\n", 8, on_sent, &a), 0);
+    ck_assert(run_until(sent_answered, &a, 5000));
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    end(s);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *su = suite_create("smtp_faults");
+    TCase *tc = tcase_create("faults");
+    smtp_fixture_add(tc, 30);
+    tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
+    tcase_add_test(tc, rset_refused_closes_the_session);
+    tcase_add_test(tc, refused_at_the_end_of_data_keeps_the_session);
+    tcase_add_test(tc, bad_arguments_are_refused_at_once);
+    tcase_add_test(tc, null_reverse_path_is_sent);
+    suite_add_tcase(su, tc);
+    return su;
+}
+
+TIDE_TEST_MAIN(suite)
