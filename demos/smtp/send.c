@@ -23,7 +23,8 @@ enum mstep {
     MAIL,
     RCPT,
     DATA,
-    BODY, /* the message and its "." written: waiting for the verdict */
+    SENDING, /* the message being written: its "." not yet out */
+    BODY,    /* the message and its "." gone to the server: the verdict */
 };
 
 struct tide__smtp_msg {
@@ -113,6 +114,27 @@ static int refusal(int reply)
 
 static void on_acquired(struct tide_evpool *pool, int status, void *resource,
                         const struct tide_why *why, void *arg);
+
+/* While the message goes out, the clock runs on the writing (no progress
+ * within reply_timeout is a stall) and not on a reply no one expects yet:
+ * a large message on a slow path takes as long as it takes. */
+static void set_timeouts(struct tide__smtp_msg *m, bool sending)
+{
+    struct timeval tv = tide__smtp_tv(m->s->reply_timeout);
+    bufferevent_set_timeouts(m->bev, sending ? NULL : &tv, &tv);
+}
+
+/* The output ran dry: with the message written, its "." has left, and
+ * from here on only the verdict can tell whether it was delivered. */
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct tide__smtp_msg *m = arg;
+    if (m->step != SENDING ||
+        evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+        return;
+    m->step = BODY;
+    set_timeouts(m, false);
+}
 
 /* Asks the pool for a session (again). 0, or the pool's refusal. */
 static int attempt(struct tide__smtp_msg *m)
@@ -220,8 +242,17 @@ static void on_reply(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
             answer(m, refusal(r->code), r->code, r->text);
             return;
         }
-        m->step = BODY;
-        bufferevent_write(m->bev, m->data, m->data_len);
+        m->step = SENDING;
+        set_timeouts(m, true);
+        if (bufferevent_write(m->bev, m->data, m->data_len) != 0)
+            broken(m, TIDE_ENOMEM, 0, "could not write the message");
+        return;
+    case SENDING:
+        /* an answer before the "." left (a size limit, say): nothing was
+         * delivered, and the session is out of step with the server */
+        give_back(m, false);
+        answer(m, r->code >= 400 ? refusal(r->code) : TIDE_SMTP_EPROTOCOL,
+               r->code, r->text);
         return;
     case BODY:
         give_back(m, true);
@@ -274,12 +305,10 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
         answer(m, status, 0, why->message);
         return;
     }
-    struct tide_smtp_sender *s = m->s;
     m->bev = resource;
     tide__smtp_reply_clear(&m->r);
-    bufferevent_setcb(m->bev, on_read, NULL, on_event, m);
-    struct timeval tv = tide__smtp_tv(s->reply_timeout);
-    bufferevent_set_timeouts(m->bev, &tv, &tv);
+    bufferevent_setcb(m->bev, on_read, on_write, on_event, m);
+    set_timeouts(m, false);
     m->step = MAIL;
     if (tide__smtp_write(m->bev, "MAIL FROM:<%s>", m->from) != 0)
         broken(m, TIDE_ENOMEM, 0, "could not write MAIL FROM");

@@ -40,9 +40,13 @@
  * dropped by the factory's idle watch before anyone is handed it. A
  * session that breaks before the message's final "." was sent is no
  * failure of the message: nothing was delivered, and it is sent again on
- * another session (once). After the final ".", a session that breaks
- * before the verdict fails the message (TIDE_SMTP_EUNKNOWN): it may or may
- * not have been delivered, and sending it again could deliver it twice.
+ * another session (once). That includes a server that stops reading in
+ * the middle of the message: while the message goes out, reply_timeout
+ * bounds a write that makes no progress (not the whole upload), and the
+ * "." counts as sent only once the sender's buffer has run dry. After the
+ * final ".", a session that breaks before the verdict fails the message
+ * (TIDE_SMTP_EUNKNOWN): it may or may not have been delivered, and
+ * sending it again could deliver it twice.
  *
  * Threads: a sender belongs to one event_base and is used from that loop's
  * thread only. The application must ignore SIGPIPE (see <tidepool/evloop.h>).

@@ -37,6 +37,61 @@ static void end(struct tide_smtp_sender *s)
     fake_stop(&fake);
 }
 
+/* A message far larger than the socket buffers, to a server that answers
+ * DATA with 354 and then reads nothing: its "." never leaves the sender,
+ * so nothing can have been delivered. The stall is the session's fault,
+ * not the message's: it goes again on a new session and arrives there,
+ * and it is never reported as "may have been delivered". */
+START_TEST(stalled_upload_is_sent_again_not_maybe_delivered)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_DATA, .conn = 1, .act = FAKE_STALL, .reply = "354 go\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    size_t big = 4u << 20;
+    char *body = malloc(big + 1);
+    ck_assert_ptr_nonnull(body);
+    for (size_t i = 0; i < big; i++)
+        body[i] = i % 64 == 63 ? '\n' : (char)('a' + i % 26);
+    body[big] = '\0';
+    struct sent a = send_wait(s, "big", one, 1, body, 8000);
+    free(body);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.attempts, 2);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], 1); /* on the second session */
+    ck_assert_uint_ge(fake.last_body, big);
+    struct tide_smtp_stats st = sender_end(s);
+    ck_assert_uint_eq(st.retried, 1);
+    fake_stop(&fake);
+}
+END_TEST
+
+/* Both sessions stall: the message fails, as not delivered (a timeout),
+ * never as TIDE_SMTP_EUNKNOWN. */
+START_TEST(stalled_upload_everywhere_fails_as_not_delivered)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_DATA, .act = FAKE_STALL, .reply = "354 go\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    size_t big = 4u << 20;
+    char *body = calloc(1, big + 1);
+    ck_assert_ptr_nonnull(body);
+    memset(body, 'x', big);
+    struct sent a = send_wait(s, "big", one, 1, body, 8000);
+    free(body);
+    ck_assert_msg(a.status != 0 && a.status != TIDE_SMTP_EUNKNOWN, "%d %s",
+                  a.status, a.text);
+    ck_assert_int_eq(a.attempts, 2);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], 0);
+    end(s);
+}
+END_TEST
+
 /* The connection reset after RCPT: nothing was delivered, the message goes
  * again on a new session and arrives once. */
 START_TEST(reset_after_rcpt_is_sent_again_once)
@@ -187,6 +242,8 @@ static Suite *suite(void)
     Suite *su = suite_create("smtp_faults");
     TCase *tc = tcase_create("faults");
     smtp_fixture_add(tc, 30);
+    tcase_add_test(tc, stalled_upload_is_sent_again_not_maybe_delivered);
+    tcase_add_test(tc, stalled_upload_everywhere_fails_as_not_delivered);
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
     tcase_add_test(tc, rset_refused_closes_the_session);
     tcase_add_test(tc, refused_at_the_end_of_data_keeps_the_session);
