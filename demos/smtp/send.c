@@ -276,14 +276,22 @@ static void on_read(struct bufferevent *bev, void *arg)
     }
     if (rc == 0)
         return;
+    struct tide__smtp_reply r = m->r;
+    tide__smtp_reply_clear(&m->r);
     if (evbuffer_get_length(in) > 0) {
-        /* more than the one reply asked for: out of step with the server */
+        /* more than the one reply asked for: out of step with the server,
+         * and the session goes. The verdict is still the verdict, though:
+         * the first reply after the "." says whether the message was taken,
+         * and a caller told otherwise would send it twice. */
+        if (m->step == BODY && r.code != 421) {
+            give_back(m, false);
+            answer(m, r.code / 100 == 2 ? 0 : refusal(r.code), r.code, r.text);
+            return;
+        }
         give_back(m, false);
         answer(m, TIDE_SMTP_EPROTOCOL, 0, "more than one reply came");
         return;
     }
-    struct tide__smtp_reply r = m->r;
-    tide__smtp_reply_clear(&m->r);
     on_reply(m, &r);
 }
 

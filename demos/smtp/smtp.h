@@ -46,7 +46,9 @@
  * "." counts as sent only once the sender's buffer has run dry. After the
  * final ".", a session that breaks before the verdict fails the message
  * (TIDE_SMTP_EUNKNOWN): it may or may not have been delivered, and
- * sending it again could deliver it twice.
+ * sending it again could deliver it twice. The first reply after the "."
+ * is the verdict, even when the server says more after it (the session is
+ * then closed, out of step).
  *
  * Threads: a sender belongs to one event_base and is used from that loop's
  * thread only. The application must ignore SIGPIPE (see <tidepool/evloop.h>).

@@ -92,6 +92,30 @@ START_TEST(stalled_upload_everywhere_fails_as_not_delivered)
 }
 END_TEST
 
+/* The server answers the "." and then says more: the first reply is the
+ * verdict (the message was taken, and the caller must hear so, or it
+ * would send it twice); the session is out of step and not reused. */
+START_TEST(verdict_followed_by_more_is_still_the_verdict)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_DOT,
+         .reply = "250 2.0.0 queued as 1\r\n250 2.0.0 and again\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "v1", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.reply, 250);
+    ck_assert_msg(strstr(a.text, "queued as 1"), "%s", a.text);
+    a = send_wait(s, "v2", one, 1, "again\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(fake.accepted, 2); /* the first session was dropped */
+    ck_assert_int_eq(fake.seen[FAKE_RSET], 0);
+    end(s);
+}
+END_TEST
+
 /* The connection reset after RCPT: nothing was delivered, the message goes
  * again on a new session and arrives once. */
 START_TEST(reset_after_rcpt_is_sent_again_once)
@@ -244,6 +268,7 @@ static Suite *suite(void)
     smtp_fixture_add(tc, 30);
     tcase_add_test(tc, stalled_upload_is_sent_again_not_maybe_delivered);
     tcase_add_test(tc, stalled_upload_everywhere_fails_as_not_delivered);
+    tcase_add_test(tc, verdict_followed_by_more_is_still_the_verdict);
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
     tcase_add_test(tc, rset_refused_closes_the_session);
     tcase_add_test(tc, refused_at_the_end_of_data_keeps_the_session);
