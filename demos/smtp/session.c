@@ -40,6 +40,25 @@ struct tide__smtp_open {
     struct tide__smtp_reply r;
 };
 
+/* What a step waits for, for a person. */
+static const char *step_name(enum step step)
+{
+    switch (step) {
+    case GREETING:
+        return "greeting";
+    case EHLO:
+        return "reply to EHLO";
+    case STARTTLS:
+        return "reply to STARTTLS";
+    case AUTH_PLAIN:
+    case AUTH_LOGIN:
+    case AUTH_LOGIN_USER:
+    case AUTH_LOGIN_PASS:
+        break;
+    }
+    return "reply to AUTH";
+}
+
 /* The open's record goes before the answer: the factory may call nothing
  * of ours after it, and the token is dead. */
 static void finish(struct tide__smtp_open *o, int code, const char *fmt, ...)
@@ -206,6 +225,15 @@ static void on_read(struct bufferevent *bev, void *arg)
     }
     if (rc == 0)
         return;
+    if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+        /* the sender asks one thing at a time: bytes behind a reply came
+         * out of turn, and the next step would take them for its answer
+         * (and say, for one, that EHLO offered no STARTTLS) */
+        finish(o, TIDE_SMTP_EPROTOCOL,
+               "the server sent more than its %s, out of turn (%d %s)",
+               step_name(o->step), o->r.code, o->r.text);
+        return;
+    }
     /* the next reply is read afresh; this one's extensions stay in hand */
     struct tide__smtp_reply r = o->r;
     tide__smtp_reply_clear(&o->r);

@@ -48,7 +48,9 @@
  * (TIDE_SMTP_EUNKNOWN): it may or may not have been delivered, and
  * sending it again could deliver it twice. The first reply after the "."
  * is the verdict, even when the server says more after it (the session is
- * then closed, out of step).
+ * then closed, out of step). While a session opens, a reply with more
+ * bytes behind it (the server speaking out of turn) fails the make with
+ * TIDE_SMTP_EPROTOCOL, naming the step.
  *
  * Threads: a sender belongs to one event_base and is used from that loop's
  * thread only. The application must ignore SIGPIPE (see <tidepool/evloop.h>).

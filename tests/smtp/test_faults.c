@@ -116,6 +116,30 @@ START_TEST(verdict_followed_by_more_is_still_the_verdict)
 }
 END_TEST
 
+/* A greeting with a second reply behind it, before EHLO was even sent:
+ * the server is out of step, and the failed make says so, rather than
+ * taking that reply for EHLO's answer (and then claiming the server does
+ * not offer STARTTLS, which it does). */
+START_TEST(reply_out_of_turn_in_the_opening_is_named)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_GREETING, .reply = "220 fake.test\r\n250 surprise\r\n"},
+        {.cmd = FAKE_EHLO, .reply = "250-fake.test\r\n250 STARTTLS\r\n"},
+    };
+    fake_up(rules, 2);
+    struct tide_tls_options tls = tls_options("localhost");
+    struct tide_smtp_options o = fake_options(1);
+    o.tls = &tls;
+    o.starttls = true;
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
+    ck_assert_msg(strstr(a.text, "greeting"), "%s", a.text);
+    ck_assert_int_eq(fake.seen[FAKE_MAIL], 0);
+    end(s);
+}
+END_TEST
+
 /* The connection reset after RCPT: nothing was delivered, the message goes
  * again on a new session and arrives once. */
 START_TEST(reset_after_rcpt_is_sent_again_once)
@@ -269,6 +293,7 @@ static Suite *suite(void)
     tcase_add_test(tc, stalled_upload_is_sent_again_not_maybe_delivered);
     tcase_add_test(tc, stalled_upload_everywhere_fails_as_not_delivered);
     tcase_add_test(tc, verdict_followed_by_more_is_still_the_verdict);
+    tcase_add_test(tc, reply_out_of_turn_in_the_opening_is_named);
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
     tcase_add_test(tc, rset_refused_closes_the_session);
     tcase_add_test(tc, refused_at_the_end_of_data_keeps_the_session);
