@@ -5,10 +5,14 @@
  * backend outage (connections refused: makes fail, backoff holds them, the
  * breaker opens (INACTIVE), probes (RECOVERING) and recovers (ACTIVE)).
  *
- *   sim [--seconds N] [--seed S] [--check]
+ *   sim [--seconds N] [--seed S] [--check] [--help]
  *
- * --seconds scales the whole run (24 by default); --check verifies that each
- * phase showed what it should and exits 1 otherwise (CI runs it so). */
+ * --seconds scales the whole run (24 by default, a whole number from 5 to
+ * 120: one row a second, so a fraction would print a run it does not make);
+ * --check verifies that each phase showed what it should and exits 1
+ * otherwise (CI runs it so). A value the simulator cannot use, a missing
+ * value or an unknown option is refused by name, exit 2; --help prints the
+ * usage on stdout, exit 0. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <ctype.h>
@@ -22,6 +26,7 @@
 #include <tidepool/tls.h>
 
 #include "check.h"
+#include "number.h"
 #include "echo_server.h"
 #include "row.h"
 #include "tap.h"
@@ -338,21 +343,19 @@ static void dispose(struct sim *s)
         event_base_free(s->base);
 }
 
-/* v read whole as --seconds (strtod alone stops at the first stray
- * character, so "5x" was 5 and "abc" 0); false, said on stderr, when it
- * is not a number within [5, MAX_SECONDS]. */
+/* v read whole as --seconds: a whole number within [5, MAX_SECONDS] (strtod
+ * took "5x" as 5 and "abc" as 0, and "5.5" printed a run of 6 s that made
+ * 5 rows); false, said on stderr, when it is not one. */
 static bool read_seconds(const char *v, double *out)
 {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end != '\0' || errno == ERANGE || !(x >= 5) ||
-        x > MAX_SECONDS) {
-        fprintf(stderr, "sim: --seconds: '%s' is not a number from 5 to %d\n",
-                v, MAX_SECONDS);
+    long long x;
+    if (!tide_demo_whole_number(v, 5, MAX_SECONDS, &x)) {
+        fprintf(stderr,
+                "sim: --seconds: '%s' is not a whole number from 5 to %d\n", v,
+                MAX_SECONDS);
         return false;
     }
-    *out = x;
+    *out = (double)x;
     return true;
 }
 
@@ -375,23 +378,39 @@ static bool read_seed(const char *v, uint64_t *out)
     return true;
 }
 
+static void usage(FILE *out, const char *argv0)
+{
+    fprintf(out, "usage: %s [--seconds N] [--seed S] [--check] [--help]\n",
+            argv0);
+}
+
 int main(int argc, char **argv)
 {
     double seconds = 24;
     uint64_t seed = 0;
     bool check = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+        const char *a = argv[i];
+        bool valued = !strcmp(a, "--seconds") || !strcmp(a, "--seed");
+        if (valued && i + 1 >= argc) {
+            fprintf(stderr, "sim: %s needs a value\n", a);
+            usage(stderr, argv[0]);
+            return 2;
+        }
+        if (!strcmp(a, "--seconds")) {
             if (!read_seconds(argv[++i], &seconds))
                 return 2;
-        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+        } else if (!strcmp(a, "--seed")) {
             if (!read_seed(argv[++i], &seed))
                 return 2;
-        } else if (!strcmp(argv[i], "--check"))
+        } else if (!strcmp(a, "--check")) {
             check = true;
-        else {
-            fprintf(stderr, "usage: %s [--seconds N] [--seed S] [--check]\n",
-                    argv[0]);
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout, argv[0]);
+            return 0;
+        } else {
+            fprintf(stderr, "sim: unknown option '%s'\n", a);
+            usage(stderr, argv[0]);
             return 2;
         }
     }
