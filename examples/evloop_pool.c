@@ -13,6 +13,7 @@
  * Build: cc evloop_pool.c $(pkg-config --cflags --libs tidepool libevent_core)
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -210,9 +211,20 @@ static void on_closed(struct tide_evpool *pool, void *arg)
     *(bool *)arg = true;
 }
 
+/* PORT read whole, digits only; 0 when it is not a number (strtol alone
+ * takes "5x" as 5 and "abc" as 0). */
+static long read_port(const char *v)
+{
+    char *end;
+    errno = 0;
+    long port = strtol(v, &end, 10);
+    bool whole = v[0] >= '0' && v[0] <= '9' && *end == '\0' && errno == 0;
+    return whole ? port : 0;
+}
+
 int main(int argc, char **argv)
 {
-    long port = argc == 2 ? strtol(argv[1], NULL, 10) : 0;
+    long port = argc == 2 ? read_port(argv[1]) : 0;
     if (port < 1 || port > 65535) {
         fprintf(stderr, "usage: %s PORT (an echo server on 127.0.0.1)\n",
                 argv[0]);

@@ -1,9 +1,9 @@
 /* A TLS client over a pool: each request's response read to its last byte,
  * so the connection goes back to the pool and carries the next request.
- * Everything down to main() is the README's TLS example, as printed there
- * (the README prints it with a main() that goes to example.com); this main
- * talks to a server you name, with a CA file you name, so it also runs where
- * there is no network.
+ * The README prints everything below this comment but the first include,
+ * main() too (its regions "tls" and "tls-main", which examples/check-readme
+ * holds it to): main talks to a server you name, with a CA file you name,
+ * so it also runs where there is no network.
  *
  * It makes N requests (20 unless told) one after another, prints each
  * status line, and checks that one connection carried them all. Exit 0 when
@@ -12,7 +12,7 @@
  * Usage: tls_client HOST PORT [CA-FILE [N]]   (CA-FILE "-": the system's)
  * Build: cc tls_client.c $(pkg-config --cflags --libs tidepool libevent_core)
  */
-#include <string.h> /* for main below; the rest is the README's */
+#include <string.h> /* strcmp in main; the README has it from tls.h */
 
 /* README excerpt "tls" begins */
 #include <errno.h>
