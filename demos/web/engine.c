@@ -665,25 +665,33 @@ static int open_pool(struct web_engine *e)
 /* Bounds the engine holds a run to: its books are allocated once, and
  * every span turned into ns must fit an int64_t (a double out of an
  * integer's range does not convert: in wasm it would trap). NaN fails
- * every compare. */
-static bool in_range(const double *p)
+ * every compare. A bound between two parameters is blamed on the one the
+ * other bounds (min, at most size and idle). */
+int web_params_check(const double *p)
 {
     for (int i = 0; i < WEB_PARAMS; i++) {
         const char *name = web_param_name(i);
         size_t len = strlen(name);
         bool seconds = len > 2 && !strcmp(name + len - 2, "_s");
         if (!(p[i] >= 0 && p[i] <= (seconds ? 1e6 : 1e9)))
-            return false;
+            return i;
     }
-    return p[WEB_P_SIZE] >= 1 && p[WEB_P_SIZE] <= MAX_SIZE &&
-           p[WEB_P_QUEUE_MAX] >= 1 && p[WEB_P_QUEUE_MAX] <= MAX_QUEUE &&
-           p[WEB_P_SECONDS] >= 1 && p[WEB_P_SECONDS] <= MAX_SECONDS &&
-           p[WEB_P_MIN] <= p[WEB_P_SIZE] &&
-           (p[WEB_P_IDLE] == 0 || p[WEB_P_MIN] <= p[WEB_P_IDLE]) &&
-           p[WEB_P_RATE_CALM] >= 0 && p[WEB_P_RATE_BURST] >= 0 &&
-           p[WEB_P_RATE_CALM] <= 1e6 && p[WEB_P_RATE_BURST] <= 1e6 &&
-           p[WEB_P_SERVICE_MS] >= 0 && p[WEB_P_CONNECT_MS] >= 0 &&
-           p[WEB_P_ACQUIRE_TIMEOUT_MS] > 0 && p[WEB_P_SEED] >= 0;
+    if (!(p[WEB_P_SIZE] >= 1 && p[WEB_P_SIZE] <= MAX_SIZE))
+        return WEB_P_SIZE;
+    if (!(p[WEB_P_QUEUE_MAX] >= 1 && p[WEB_P_QUEUE_MAX] <= MAX_QUEUE))
+        return WEB_P_QUEUE_MAX;
+    if (!(p[WEB_P_SECONDS] >= 1 && p[WEB_P_SECONDS] <= MAX_SECONDS))
+        return WEB_P_SECONDS;
+    if (!(p[WEB_P_MIN] <= p[WEB_P_SIZE] &&
+          (p[WEB_P_IDLE] == 0 || p[WEB_P_MIN] <= p[WEB_P_IDLE])))
+        return WEB_P_MIN;
+    if (!(p[WEB_P_RATE_CALM] <= 1e6))
+        return WEB_P_RATE_CALM;
+    if (!(p[WEB_P_RATE_BURST] <= 1e6))
+        return WEB_P_RATE_BURST;
+    if (!(p[WEB_P_ACQUIRE_TIMEOUT_MS] > 0))
+        return WEB_P_ACQUIRE_TIMEOUT_MS;
+    return -1;
 }
 
 int web_engine_new(const double *params, struct web_engine **out)
@@ -691,7 +699,7 @@ int web_engine_new(const double *params, struct web_engine **out)
     if (!params || !out)
         return TIDE_EINVAL;
     *out = NULL;
-    if (!in_range(params))
+    if (web_params_check(params) >= 0)
         return TIDE_EINVAL;
     struct web_engine *e = calloc(1, sizeof *e);
     if (!e)

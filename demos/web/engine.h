@@ -98,6 +98,10 @@ void web_params_preset(double *params);
 const char *web_param_name(int i);
 /* The index of a named parameter, or -1. */
 int web_param_find(const char *name);
+/* The first parameter of params[WEB_PARAMS] outside the bounds the engine
+ * holds a run to (engine.c), or -1 when every one is within them, so that
+ * a refusal can name the value at fault rather than say "invalid". */
+int web_params_check(const double *params);
 
 /* A run with these parameters (copied), at virtual time 0. 0, or a
  * tidepool code (TIDE_ELIMITS...) when the core refused them, or

@@ -48,7 +48,12 @@ export class Engine {
       view[i] = p.name in params ? Number(params[p.name]) : p.preset;
     });
     this.ptr = ex.engine_new(buf);
+    // a refusal names the value at fault when the engine's bounds say it
+    const bad = this.ptr ? -1 : ex.params_check(buf);
+    const value = bad >= 0 ? new Float64Array(ex.memory.buffer, buf, n)[bad] : 0;
     ex.free(buf);
+    if (bad >= 0)
+      throw new Error(`${this.table[bad].name}=${value} is out of range`);
     if (!this.ptr) throw new Error('the engine refused these parameters');
     this.fields = [];
     for (let i = 0; i < ex.row_field_count(); i++)

@@ -25,10 +25,17 @@ const ex = await loadModule(
   await (await fetch('tidepool-sim.wasm')).arrayBuffer());
 const query = new URLSearchParams(location.search);
 
+// The speed (virtual time per real time, preset 100x): above 0 and at most
+// a million, where one frame already covers the longest run. Beyond, the
+// virtual clock would outgrow the int64 the engine takes; NaN ("?speed=abc")
+// would throw on every frame. Anything else refuses the run, by name.
+const SPEED_MAX = 1e6;
+const speedOk = (v) => Number.isFinite(v) && v > 0 && v <= SPEED_MAX;
+
 const state = {
   engine: null, rows: [], samples: [], playing: !query.has('paused'),
-  speed: Number(query.get('speed') || 100), virtual: 0, last: null,
-  frames: 0, frameTimes: [], params: {},
+  speed: query.has('speed') ? Number(query.get('speed')) : 100, virtual: 0,
+  last: null, frames: 0, frameTimes: [], params: {},
 };
 
 function fmtMs(ns) {
@@ -52,7 +59,8 @@ function buildControls() {
     form.appendChild(label);
   }
   $('seed').value = query.get('seed') || 1;
-  if (![...$('speed').options].some((o) => Number(o.value) === state.speed))
+  if (speedOk(state.speed) &&
+      ![...$('speed').options].some((o) => Number(o.value) === state.speed))
     $('speed').add(new Option(`${state.speed}×`, String(state.speed)));
   $('speed').value = String(state.speed);
   $('legend').innerHTML = SERIES.map((s) =>
@@ -66,16 +74,34 @@ function buildControls() {
   })());
 }
 
+// The form's values, and the names of the fields left blank: a number
+// input drops what is not a number (a query's "?seed=abc" too), and
+// Number('') is 0, so a blank field is refused by name rather than run as 0.
 function readParams() {
-  const params = { seed: Number($('seed').value) };
-  for (const input of $('params').querySelectorAll('input'))
-    params[input.name] = Number(input.value);
-  return params;
+  const params = {}, blank = [];
+  for (const input of [$('seed'), ...$('params').querySelectorAll('input')]) {
+    const name = input.name || input.id;
+    if (input.value.trim() === '') blank.push(name);
+    params[name] = Number(input.value);
+  }
+  return { params, blank };
 }
 
 function restart() {
   if (state.engine) state.engine.free();
-  state.params = readParams();
+  const { params, blank } = readParams();
+  state.params = params;
+  if (blank.length) {
+    state.engine = null;
+    $('clock').textContent = `refused: ${blank.join(', ')}: not a number`;
+    return;
+  }
+  if (!speedOk(state.speed)) {
+    state.engine = null;
+    $('clock').textContent = `refused: speed=${query.get('speed')} is not ` +
+      `a number above 0 and at most ${SPEED_MAX}`;
+    return;
+  }
   try {
     state.engine = new Engine(ex, state.params);
   } catch (err) {

@@ -78,7 +78,14 @@ int main(int argc, char **argv)
     struct web_engine *e;
     int rc = web_engine_new(params, &e);
     if (rc) {
-        fprintf(stderr, "vsim: parameters refused: %s\n", tide_strerror(rc));
+        /* the value at fault by name, where the engine's bounds say it */
+        int bad = web_params_check(params);
+        if (bad >= 0)
+            fprintf(stderr, "vsim: %s=%g is out of range\n",
+                    web_param_name(bad), params[bad]);
+        else
+            fprintf(stderr, "vsim: parameters refused: %s\n",
+                    tide_strerror(rc));
         return 1;
     }
     if (heads)

@@ -38,6 +38,13 @@ EXPORT("params_preset") void web_wasm_params_preset(double *out)
     web_params_preset(out);
 }
 
+/* The index of the first of params[param_count()] the engine refuses, or
+ * -1 when it takes them all: what the page names after a refused run. */
+EXPORT("params_check") int web_wasm_params_check(const double *p)
+{
+    return web_params_check(p);
+}
+
 /* A run with params[param_count()] (copied); 0 when they are refused.
  * Free it with engine_free. */
 EXPORT("engine_new") struct web_engine *web_wasm_engine_new(const double *p)

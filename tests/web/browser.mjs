@@ -10,6 +10,10 @@
 //   larger_pool_waits_less        a pool size set on the page changes the
 //                                 engine's answers: less waiting in the burst
 //                                 (and the rows are vsim's for that size);
+//   bad_query_refused_by_name     an address with a value the engine or
+//                                 the page cannot use (speed=abc, size=0,
+//                                 seed=abc) refuses the run and names the
+//                                 value where the clock is, nothing thrown;
 //   outage_opens_breaker_board    in the outage the breaker board reads
 //                                 INACTIVE.
 // Exit 0 all passed, 1 one failed, 77 chromium, playwright-core or the wasm
@@ -111,6 +115,37 @@ try {
     const sum = (a) => a.reduce((x, y) => x + y, 0);
     expect(large.length > 0 && sum(large) < sum(small),
       `waiting in the burst: size 16 ${large} vs size 8 ${small}`);
+  });
+
+  await check('bad_query_refused_by_name', async () => {
+    const cases = [
+      ['?speed=abc', 'refused: speed=abc is not a number above 0'],
+      ['?speed=-5', 'refused: speed=-5 is not a number above 0'],
+      ['?speed=1e300', 'refused: speed=1e300 is not a number above 0'],
+      ['?size=0', 'refused: size=0 is out of range'],
+      ['?seed=7&min=20', 'refused: min=20 is out of range'],
+      ['?seed=abc', 'refused: seed: not a number'],
+      ['?keep_s=abc', 'refused: keep_s: not a number'],
+    ];
+    for (const [query, want] of cases) {
+      const before = errors.length;
+      await page.goto(site.url + query);
+      await page.waitForFunction(() => window.tidepool && window.tidepool.ready,
+        null, { timeout: 10000 });
+      // ten frames, so that an error the frame loop throws would show
+      await page.evaluate(() => new Promise((ok) => {
+        let n = 0;
+        const frame = () => (++n < 10 ? requestAnimationFrame(frame) : ok());
+        requestAnimationFrame(frame);
+      }));
+      const clock = await page.locator('#clock').textContent();
+      expect(clock.startsWith(want),
+        `${query}: the clock reads "${clock}", not "${want}..."`);
+      expect(await page.evaluate(() => window.tidepool.rows()) === 0,
+        `${query}: rows were shown for a refused run`);
+      expect(errors.length === before,
+        `${query}: console errors: ${errors.slice(before).join(' | ')}`);
+    }
   });
 
   await check('outage_opens_breaker_board', async () => {

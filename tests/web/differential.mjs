@@ -50,4 +50,38 @@ for (const s of SCENARIOS) {
   const i = a.findIndex((line, k) => line !== b[k]);
   console.log(`FAIL: ${name}: line ${i + 1} differs\n  native: ${a[i]}\n  wasm:   ${b[i]}`);
 }
+// A refused run names the value at fault, natively and in wasm alike.
+for (const [name, value] of [['size', 0], ['seconds', 0.5], ['min', 20]]) {
+  let native = '';
+  try {
+    execFileSync(vsim, [`${name}=${value}`], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (err) {
+    native = err.status === 1 ? String(err.stderr).trim() : `exit ${err.status}`;
+  }
+  let fromWasm = '';
+  try {
+    new Engine(ex, { [name]: value }).free();
+  } catch (err) {
+    fromWasm = err.message;
+  }
+  const want = `${name}=${value} is out of range`;
+  if (native === `vsim: ${want}` && fromWasm === want) {
+    console.log(`ok: ${name}=${value} refused by name, natively and in wasm`);
+    continue;
+  }
+  failed++;
+  console.log(`FAIL: ${name}=${value}: native "${native}", wasm "${fromWasm}"`);
+}
+
+// The module as demos/web/README.md describes it: within one 64 KiB page,
+// no imports (no glue library, no WASI calls).
+const bytes = readFileSync(wasm);
+const imports = WebAssembly.Module.imports(new WebAssembly.Module(bytes));
+if (bytes.length <= 65536 && imports.length === 0) {
+  console.log(`ok: the module is ${bytes.length} bytes, no imports`);
+} else {
+  failed++;
+  console.log(`FAIL: the module is ${bytes.length} bytes (of 65536), ` +
+    `imports: ${imports.map((i) => i.module + '.' + i.name).join(' ')}`);
+}
 process.exit(failed ? 1 : 0);
