@@ -340,19 +340,25 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
                 : NULL);
 }
 
-static bool address_ok(const char *a)
+/* An address as it goes between < and >: no line end (a command of the
+ * caller's making would follow it) and no bracket (nor parameters after
+ * one). A recipient must name someone: RCPT TO:<> is no address, yet some
+ * servers take it, and the message would go to no one. The sender may be
+ * empty: MAIL FROM:<> is the null reverse-path of bounces. */
+static bool address_ok(const char *a, bool recipient)
 {
-    return a && strlen(a) < 512 && !strpbrk(a, "\r\n<>");
+    return a && (!recipient || *a) && strlen(a) < 512 && !strpbrk(a, "\r\n<>");
 }
 
 int tide_smtp_send(struct tide_smtp_sender *s, const char *from,
                    const char *const *recipients, size_t n, const char *message,
                    size_t len, tide_smtp_cb cb, void *arg)
 {
-    if (!s || !address_ok(from) || !recipients || n == 0 || !message || !cb)
+    if (!s || !address_ok(from, false) || !recipients || n == 0 || !message ||
+        !cb)
         return TIDE_EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (!address_ok(recipients[i]))
+        if (!address_ok(recipients[i], true))
             return TIDE_EINVAL;
     struct tide__smtp_msg *m = calloc(1, sizeof *m);
     if (!m)

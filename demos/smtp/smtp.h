@@ -193,9 +193,11 @@ typedef void (*tide_smtp_cb)(struct tide_smtp_sender *s, int status,
  * headers and body as they should arrive; lines may end in LF, CR or
  * CRLF (all are sent as CRLF), lines starting with "." are dot-stuffed,
  * and a last line without an end gets one. Everything is copied before
- * the call returns. Returns 0 and answers cb once; fails at once, without
- * a callback, with TIDE_EINVAL (NULL sender, from, recipients, message or
- * cb; n == 0; an address with CR, LF, '<' or '>'), TIDE_ENOMEM, or the
+ * the call returns. from may be "" (MAIL FROM:<>, the null reverse-path
+ * of bounces); a recipient may not. Returns 0 and answers cb once; fails
+ * at once, without a callback, with TIDE_EINVAL (NULL sender, from,
+ * recipients, message or cb; n == 0; an empty recipient; an address with
+ * CR, LF, '<' or '>', or of 512 bytes or more), TIDE_ENOMEM, or the
  * pool's refusal (TIDE_EQUEUEFULL, TIDE_ECLOSED). */
 int tide_smtp_send(struct tide_smtp_sender *s, const char *from,
                    const char *const *recipients, size_t n, const char *message,

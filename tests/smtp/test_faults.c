@@ -228,6 +228,7 @@ START_TEST(bad_arguments_are_refused_at_once)
     struct tide_smtp_sender *s = sender_new(&o);
     const char *msg = "hello\r\n";
     size_t len = strlen(msg);
+    const char *empty[] = {""};
     const char *crlf[] = {"a@test.example>\r\nRCPT TO:<b@test.example"};
     const char *lf[] = {"a@test.example\nDATA"};
     const char *null[] = {"a@test.example", NULL};
@@ -253,6 +254,10 @@ START_TEST(bad_arguments_are_refused_at_once)
     ck_assert_int_eq(
         tide_smtp_send(s, "f@t.e\r\nRSET", one, 1, msg, len, count, 0),
         TIDE_EINVAL);
+    /* an empty recipient is no recipient (RCPT TO:<> is no address; some
+     * servers take it, and the message would go to no one) */
+    ck_assert_int_eq(tide_smtp_send(s, "f@t.e", empty, 1, msg, len, count, 0),
+                     TIDE_EINVAL);
     run_ms(50);
     ck_assert_int_eq(calls, 0);
     ck_assert_int_eq(fake.seen[FAKE_MAIL], 0);
