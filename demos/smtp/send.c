@@ -5,18 +5,23 @@
  *
  * A session that breaks before the message's final "." went out (closed
  * under us, a 421, a reset) delivered nothing: the server drops a
- * transaction it did not see end. The message then goes once more, on
+ * transaction it did not see end. The message then goes again, on
  * another session, so a server's idle timeout or restart costs a sender
- * nothing. After the final ".", only the server's verdict tells: a session
- * lost before it fails the message with TIDE_SMTP_EUNKNOWN rather than
- * risk sending it twice. */
+ * nothing: after a session that had carried messages before (a stale one:
+ * it tells nothing about the server, and the next may be stale too, when
+ * a firewall forgot them all) as often as it takes, up to TRIES sessions;
+ * after a fresh one once, so a server that breaks every session is not
+ * hammered by each message. After the final ".", only the server's
+ * verdict tells: a session lost before it fails the message with
+ * TIDE_SMTP_EUNKNOWN rather than risk sending it twice. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "smtp_internal.h"
 
-#define ATTEMPTS 2 /* sessions a message is tried on */
+#define TRIES        16 /* sessions a message is tried on, at most */
+#define FRESH_BREAKS 2  /* fresh sessions that may break under it */
 
 enum mstep {
     ACQUIRING,
@@ -46,6 +51,8 @@ struct tide__smtp_msg {
     bool deadline_armed;
     struct tide__smtp_reply r;
     int attempts;
+    int fresh_breaks; /* fresh sessions that broke before the "." */
+    bool reused;      /* the session in hand carried messages before */
     tide_smtp_cb cb;
     void *arg;
 };
@@ -75,10 +82,12 @@ static void give_back(struct tide__smtp_msg *m, bool sound)
     m->bev = NULL;
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(bev, NULL, NULL);
-    if (sound)
+    if (sound) {
+        tide__smtp_seasoned_add(m->s, bev);
         tide_evpool_release(m->s->pool, bev);
-    else
+    } else {
         tide_evpool_discard(m->s->pool, bev);
+    }
 }
 
 /* Answers the message (the session already given back) and frees it. */
@@ -158,8 +167,10 @@ static void broken(struct tide__smtp_msg *m, int code, int reply,
 {
     struct tide_smtp_sender *s = m->s;
     enum mstep step = m->step;
+    if (!m->reused)
+        m->fresh_breaks++;
     give_back(m, false);
-    if (step != BODY && m->attempts < ATTEMPTS) {
+    if (step != BODY && m->attempts < TRIES && m->fresh_breaks < FRESH_BREAKS) {
         s->stats.retried++;
         int rc = attempt(m);
         if (rc == 0)
@@ -314,6 +325,7 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
         return;
     }
     m->bev = resource;
+    m->reused = tide__smtp_seasoned_has(m->s, resource);
     tide__smtp_reply_clear(&m->r);
     bufferevent_setcb(m->bev, on_read, on_write, on_event, m);
     set_timeouts(m, false);

@@ -103,6 +103,43 @@ const char *tide_smtp_strerror(int code)
     return tide_strerror(code);
 }
 
+/* ---- the sessions that carried a message ----
+ * A few pointers, as many as the pool has sessions: a scan is cheaper
+ * than anything cleverer at that size. */
+
+void tide__smtp_seasoned_add(struct tide_smtp_sender *s, void *session)
+{
+    if (tide__smtp_seasoned_has(s, session))
+        return;
+    if (s->nseasoned == s->seasoned_cap) {
+        size_t cap = s->seasoned_cap ? 2 * s->seasoned_cap : 8;
+        void **grown = realloc(s->seasoned, cap * sizeof *grown);
+        if (!grown)
+            return;
+        s->seasoned = grown;
+        s->seasoned_cap = cap;
+    }
+    s->seasoned[s->nseasoned++] = session;
+}
+
+bool tide__smtp_seasoned_has(const struct tide_smtp_sender *s, void *session)
+{
+    for (size_t i = 0; i < s->nseasoned; i++)
+        if (s->seasoned[i] == session)
+            return true;
+    return false;
+}
+
+void tide__smtp_seasoned_drop(struct tide_smtp_sender *s, void *session)
+{
+    for (size_t i = 0; i < s->nseasoned; i++) {
+        if (s->seasoned[i] == session) {
+            s->seasoned[i] = s->seasoned[--s->nseasoned];
+            return;
+        }
+    }
+}
+
 /* ---- lifecycle ---- */
 
 static char *copy(const char *str)
@@ -120,6 +157,7 @@ static void destroy(struct tide_smtp_sender *s)
     tide__smtp_probes_end(s);
     tide_tcp_factory_free(s->tcp);
     tide_tls_factory_free(s->tls);
+    free(s->seasoned);
     free(s->helo_name);
     free(s->user);
     free(s->password);

@@ -327,6 +327,7 @@ static bool quit(struct bufferevent *bev)
 void tide__smtp_destroy(void *resource, void *arg)
 {
     struct tide_smtp_sender *s = arg;
+    tide__smtp_seasoned_drop(s, resource);
     if (quit(resource))
         s->stats.quits++;
     s->inner.destroy(resource, s->inner.arg);

@@ -40,17 +40,21 @@
  * dropped by the factory's idle watch before anyone is handed it. A
  * session that breaks before the message's final "." was sent is no
  * failure of the message: nothing was delivered, and it is sent again on
- * another session (once). That includes a server that stops reading in
- * the middle of the message: while the message goes out, reply_timeout
- * bounds a write that makes no progress (not the whole upload), and the
- * "." counts as sent only once the sender's buffer has run dry. After the
- * final ".", a session that breaks before the verdict fails the message
- * (TIDE_SMTP_EUNKNOWN): it may or may not have been delivered, and
- * sending it again could deliver it twice. The first reply after the "."
- * is the verdict, even when the server says more after it (the session is
- * then closed, out of step). While a session opens, a reply with more
- * bytes behind it (the server speaking out of turn) fails the make with
- * TIDE_SMTP_EPROTOCOL, naming the step.
+ * another session: after a session that had carried messages before (a
+ * stale one, which says nothing about the server; when a firewall forgot
+ * every idle session, the next one is stale too) as often as it takes, up
+ * to 16 sessions in all; after a fresh session once, so a server that
+ * breaks every session is not hammered by each message. That includes a
+ * server that stops reading in the middle of the message: while the
+ * message goes out, reply_timeout bounds a write that makes no progress
+ * (not the whole upload), and the "." counts as sent only once the
+ * sender's buffer has run dry. After the final ".", a session that breaks
+ * before the verdict fails the message (TIDE_SMTP_EUNKNOWN): it may or may
+ * not have been delivered, and sending it again could deliver it twice.
+ * The first reply after the "." is the verdict, even when the server says
+ * more after it (the session is then closed, out of step). While a
+ * session opens, a reply with more bytes behind it (the server speaking
+ * out of turn) fails the make with TIDE_SMTP_EPROTOCOL, naming the step.
  *
  * Threads: a sender belongs to one event_base and is used from that loop's
  * thread only. The application must ignore SIGPIPE (see <tidepool/evloop.h>).

@@ -75,6 +75,11 @@ struct tide_smtp_sender {
     struct tide__smtp_open *opens;   /* sessions being opened */
     struct tide__smtp_probe *probes; /* RSETs and NOOPs running */
     struct tide__smtp_msg *msgs;     /* messages not yet answered */
+    /* the sessions that have carried a message, until destroyed: a break
+     * on one of them is a stale session, not the server's trouble */
+    void **seasoned;
+    size_t nseasoned;
+    size_t seasoned_cap;
     struct tide_smtp_stats stats;
     int depth;  /* inside a user callback */
     bool dying; /* freed from inside one: finish when it returns */
@@ -87,6 +92,13 @@ void tide__smtp_leave(struct tide_smtp_sender *s);
 /* Writes a command line (text, then CRLF). */
 int tide__smtp_write(struct bufferevent *bev, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* sender.c: the sessions that carried a message (see seasoned above).
+ * add does nothing when out of memory: the session then counts as fresh,
+ * which costs at most a retry. */
+void tide__smtp_seasoned_add(struct tide_smtp_sender *s, void *session);
+bool tide__smtp_seasoned_has(const struct tide_smtp_sender *s, void *session);
+void tide__smtp_seasoned_drop(struct tide_smtp_sender *s, void *session);
 
 /* session.c: the factory's upgrade and setup hooks, and destroy */
 void tide__smtp_upgrade(struct tide_net_setup *setup, struct bufferevent *bev,

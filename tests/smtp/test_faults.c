@@ -160,6 +160,66 @@ START_TEST(reset_after_rcpt_is_sent_again_once)
 }
 END_TEST
 
+/* Every idle session died unseen (a firewall forgot them: the first write
+ * on each meets a reset, and nothing arrived before to tell): a message
+ * meets one stale session after another, which says nothing about the
+ * server, and is sent again each time, until a fresh session carries it.
+ * Nothing was delivered twice. */
+static bool three_idle(void *arg)
+{
+    struct tide_smtp_stats st;
+    tide_smtp_sender_stats(arg, &st);
+    return st.pool.idle == 3;
+}
+
+START_TEST(stale_sessions_one_after_another_cost_no_message)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_MAIL, .after = 1, .act = FAKE_RESET},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(3);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent first[3];
+    memset(first, 0, sizeof first);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tide_smtp_send(s, "f@test.example", one, 1, "a\r\n", 3,
+                                        on_sent, &first[i]),
+                         0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert(run_until(sent_answered, &first[i], 5000));
+        ck_assert_msg(first[i].status == 0, "%d %s", first[i].status,
+                      first[i].text);
+    }
+    ck_assert(run_until(three_idle, s, 5000));
+    ck_assert_int_eq(fake.accepted, 3);
+    struct sent a = send_wait(s, "late", one, 1, "after a while\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.attempts, 4); /* three stale, then a fresh one */
+    ck_assert_int_eq(fake.accepted, 4);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], 4);
+    end(s);
+}
+END_TEST
+
+/* A fresh session that breaks before the "." is tried again once only: a
+ * server that resets every session is not hammered by each message. */
+START_TEST(fresh_sessions_breaking_are_tried_twice_only)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_MAIL, .act = FAKE_RESET},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(3);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
+    ck_assert_int_eq(a.status, TIDE_ECONN_BROKEN);
+    ck_assert_int_eq(a.attempts, 2);
+    ck_assert_int_eq(fake.accepted, 2);
+    end(s);
+}
+END_TEST
+
 /* RSET answered with an error: the session is not trusted again; the next
  * message goes on a new one, and the first was answered truthfully. */
 START_TEST(rset_refused_closes_the_session)
@@ -300,6 +360,8 @@ static Suite *suite(void)
     tcase_add_test(tc, verdict_followed_by_more_is_still_the_verdict);
     tcase_add_test(tc, reply_out_of_turn_in_the_opening_is_named);
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
+    tcase_add_test(tc, stale_sessions_one_after_another_cost_no_message);
+    tcase_add_test(tc, fresh_sessions_breaking_are_tried_twice_only);
     tcase_add_test(tc, rset_refused_closes_the_session);
     tcase_add_test(tc, refused_at_the_end_of_data_keeps_the_session);
     tcase_add_test(tc, bad_arguments_are_refused_at_once);
