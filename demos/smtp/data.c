@@ -4,6 +4,7 @@
  * last line ended, and ".\r\n" after it. A bare LF or CR cannot be sent as
  * it is: servers reject it or, worse, some read it as a line end and others
  * do not (the "SMTP smuggling" of 2023). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,10 @@
 bool tide__smtp_data(const char *msg, size_t len, char **out, size_t *out_len)
 {
     /* at worst every byte is a "." on a line of its own or a bare line end:
-     * twice the size, and the end */
+     * twice the size, and the end; a length past half of what a size_t
+     * holds would wrap that to a small room, overrun below */
+    if (len > (SIZE_MAX - 6) / 2)
+        return false;
     char *w = malloc(2 * len + 6);
     if (!w)
         return false;

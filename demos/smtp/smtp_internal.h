@@ -50,7 +50,8 @@ int tide__smtp_reply_read(struct evbuffer *in, struct tide__smtp_reply *r);
 
 /* msg (len bytes) as DATA sends it: every line end CRLF, lines starting
  * with "." doubled, the last line ended, ".\r\n" after. A malloc'd buffer
- * into *out and its length into *out_len; false when out of memory. */
+ * into *out and its length into *out_len; false when out of memory (or len
+ * so large that twice it does not fit in a size_t). */
 bool tide__smtp_data(const char *msg, size_t len, char **out, size_t *out_len);
 
 /* ---- the sender ---- */

@@ -2,6 +2,7 @@
  * many, split over reads, EHLO's extensions, what is not SMTP) and a
  * message made ready for DATA (CRLF line ends, dot-stuffing, the end).
  * No server needed. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,18 @@ START_TEST(data_ends_every_line_in_crlf_and_stuffs_dots)
 }
 END_TEST
 
+/* A length whose doubled room does not fit in a size_t is refused before a
+ * byte is read: the room is not allocated small and then overrun. */
+START_TEST(data_too_large_to_double_is_refused)
+{
+    char *out = NULL;
+    size_t n = 0;
+    ck_assert(!tide__smtp_data("x", SIZE_MAX / 2, &out, &n));
+    ck_assert(!tide__smtp_data("x", SIZE_MAX - 2, &out, &n));
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reply");
@@ -149,6 +162,7 @@ static Suite *suite(void)
     tcase_add_test(tc, what_is_not_smtp_is_refused);
     tcase_add_test(tc, long_text_is_cut_not_overrun);
     tcase_add_test(tc, data_ends_every_line_in_crlf_and_stuffs_dots);
+    tcase_add_test(tc, data_too_large_to_double_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
