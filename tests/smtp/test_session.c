@@ -135,6 +135,46 @@ START_TEST(certificate_with_the_wrong_name_is_refused)
 }
 END_TEST
 
+/* A certificate the sender cannot trust (self-signed, from a CA no one
+ * trusts, expired) ends the opening after STARTTLS with the reason, and no
+ * byte of a message is sent: in plaintext, the message would go to
+ * whoever answered. */
+static void bad_certificate_is_refused(X509 *cert, int code, const char *why)
+{
+    server_up(&(struct smtp_server_opts){
+        .cert = cert, .key = sx->pki.key, .require_starttls = true});
+    struct tide_tls_options tls = tls_options("localhost");
+    struct tide_smtp_options o = starttls_options(&tls, 1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "x", one, 1, "secret\r\n", 5000);
+    ck_assert_msg(a.status == code, "%d %s", a.status, a.text);
+    ck_assert_msg(strstr(a.text, why), "%s", a.text);
+    struct smtp_record r = record_now();
+    ck_assert_int_eq(r.n, 0);
+    ck_assert_int_ge(r.conns, 1);
+    smtp_record_free(&r);
+    struct tide_smtp_stats st = sender_end(s);
+    ck_assert_uint_eq(st.net.made, 0);
+}
+
+START_TEST(self_signed_certificate_is_refused)
+{
+    bad_certificate_is_refused(sx->pki.self, TIDE_EUNTRUSTED, "self-signed");
+}
+END_TEST
+
+START_TEST(certificate_from_an_unknown_ca_is_refused)
+{
+    bad_certificate_is_refused(sx->pki.stranger, TIDE_EUNTRUSTED, "issuer");
+}
+END_TEST
+
+START_TEST(expired_certificate_is_refused)
+{
+    bad_certificate_is_refused(sx->pki.expired, TIDE_EEXPIRED, "expired");
+}
+END_TEST
+
 START_TEST(server_without_starttls_fails_the_upgrade)
 {
     server_up(&(struct smtp_server_opts){0});
@@ -289,6 +329,9 @@ static Suite *suite(void)
     tcase_add_test(tc,
                    starttls_required_refuses_a_plaintext_sender_in_its_words);
     tcase_add_test(tc, certificate_with_the_wrong_name_is_refused);
+    tcase_add_test(tc, self_signed_certificate_is_refused);
+    tcase_add_test(tc, certificate_from_an_unknown_ca_is_refused);
+    tcase_add_test(tc, expired_certificate_is_refused);
     tcase_add_test(tc, server_without_starttls_fails_the_upgrade);
     tcase_add_test(tc, auth_right_once_per_session);
     tcase_add_test(tc, auth_wrong_fails_in_the_servers_words);
