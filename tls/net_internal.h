@@ -268,6 +268,7 @@ struct tide__net_conn {
     struct tide_evpool *pool; /* while watched */
     bool idle;
     bool tls;
+    bool closed; /* the release check found the peer gone (watch.c) */
     /* the release check found it clean in round `checked_round` at the
      * loop's cached time `checked_at` (watch.c: lending it again in the
      * same round needs no second look at the socket) */

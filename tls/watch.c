@@ -87,9 +87,13 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
     bufferevent_set_timeouts(bev, NULL, NULL);
     bufferevent_setwatermark(bev, EV_READ, 0, 0);
     bufferevent_enable(bev, EV_READ);
+    /* found closed on release: lost, from the loop (never inside the
+     * pool's release), whether or not the socket wakes the watch again */
+    if (c->closed)
+        bufferevent_trigger_event(bev, BEV_EVENT_EOF, BEV_TRIG_DEFER_CALLBACKS);
     /* bytes left from the loan are unexpected too; decided from the loop,
      * never inside the pool's release */
-    if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+    else if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
         bufferevent_trigger(bev, EV_READ,
                             BEV_TRIG_IGNORE_WATERMARKS |
                                 BEV_TRIG_DEFER_CALLBACKS);
@@ -98,9 +102,10 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
 /* What an idle TLS connection holds, once OpenSSL has read what the socket
  * has for it. */
 enum tls_state {
-    TLS_QUIET, /* nothing: post-handshake records, if any, were consumed */
-    TLS_DATA,  /* application data, whole or part of a record */
-    TLS_DEAD,  /* closed, reset or failed */
+    TLS_QUIET,  /* nothing: post-handshake records, if any, were consumed */
+    TLS_DATA,   /* application data, whole or part of a record */
+    TLS_CLOSED, /* the peer ended it: close_notify, a FIN, a reset */
+    TLS_DEAD,   /* failed otherwise: a bad record, an alert */
 };
 
 /* Drives the record layer without taking application data: SSL_peek of one
@@ -120,12 +125,17 @@ static enum tls_state tls_probe(SSL *ssl)
     ERR_clear_error();
     int n = SSL_peek(ssl, &byte, 1);
     int err = n > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl, n);
+    unsigned long e = err == SSL_ERROR_SSL ? ERR_peek_error() : 0;
     ERR_clear_error();
     if (n > 0)
         return TLS_DATA;
+    if (err == SSL_ERROR_ZERO_RETURN || err == SSL_ERROR_SYSCALL ||
+        (err == SSL_ERROR_SSL &&
+         ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING))
+        /* close_notify, a reset, a FIN without close_notify */
+        return TLS_CLOSED;
     if (err != SSL_ERROR_WANT_READ)
-        /* ZERO_RETURN (close_notify), SYSCALL (reset), SSL (a FIN without
-         * close_notify, a bad record); WANT_WRITE: a read that needs a write
+        /* a bad record or an alert; WANT_WRITE: a read that needs a write
          * the socket will not take now, on a connection nobody uses */
         return TLS_DEAD;
     /* no whole record of data; bytes buffered are part of one on its way */
@@ -239,50 +249,67 @@ void tide__net_rounds_dispose(struct tide_tcp_factory *f)
     f->round_open = false;
 }
 
-/* Non-blocking: whether the connection can be lent. With `look` false the
- * socket is not asked (the release check's answer stands: see rounds). */
-static bool usable(struct tide__net_conn *c, bool look)
+/* What a check finds on a connection. */
+enum verdict {
+    USABLE, /* nothing unread, the peer still there: it can be lent */
+    CLOSED, /* nothing unread, but the peer ended the connection (FIN,
+               close_notify, reset): lent to nobody, and no failure of the
+               backend's when it comes back from a loan */
+    DIRTY,  /* bytes nobody read, or a TLS failure: not to be lent either,
+               and a release that left it so is the loan's failure */
+};
+
+/* Non-blocking: what a check finds. With `look` false the socket is not
+ * asked (the release check's answer stands: see rounds). */
+static enum verdict usable(struct tide__net_conn *c, bool look)
 {
     struct tide_tcp_factory *f = c->f;
     struct bufferevent *bev = c->bev;
     if (!idle_data_kept(f, bev))
-        return false;
+        return DIRTY;
     evutil_socket_t fd = bufferevent_getfd(bev);
     if (fd < 0)
-        return false;
+        return CLOSED;
     if (c->tls) {
         SSL *ssl = bufferevent_openssl_get_ssl(bev);
-        if (!ssl || !SSL_is_init_finished(ssl) ||
-            (SSL_get_shutdown(ssl) &
-             (SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN)))
-            return false;
+        if (!ssl || !SSL_is_init_finished(ssl))
+            return DIRTY;
+        /* the borrower's reads may have met the close_notify already;
+         * what came before it was read, or the input buffer says so */
+        if (SSL_get_shutdown(ssl) & (SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN))
+            return SSL_has_pending(ssl) ? DIRTY : CLOSED;
         if (!look && !SSL_has_pending(ssl))
-            return true;
+            return USABLE;
         switch (tls_probe(ssl)) {
         case TLS_QUIET:
-            return true;
+            return USABLE;
+        case TLS_CLOSED:
+            return CLOSED;
         case TLS_DEAD:
-            return false;
+            return DIRTY;
         case TLS_DATA:
             /* a whole record is shown to on_idle_data; part of one is
              * kept like raw bytes on TCP: the rest comes through the
              * socket, and libevent reads it */
             return f->on_idle_data && tls_pull(bev, ssl) &&
-                   idle_data_kept(f, bev);
+                           idle_data_kept(f, bev)
+                       ? USABLE
+                       : DIRTY;
         }
-        return false;
+        return DIRTY;
     }
     /* An EOF or reset libevent already read leaves the socket reading as
      * closed (peek 0), so the peek below sees it too, even while the event
      * callback that reports it is still queued. */
     if (!look)
-        return true;
+        return USABLE;
     int err;
     int peek = tide__net_sock_peek(fd, &err);
     if (peek < 0)
-        return false; /* FIN or reset waiting on the socket */
-    /* raw bytes: data that nobody asked for, unless the protocol pushes */
-    return peek == 0 || f->on_idle_data;
+        return CLOSED; /* FIN or reset waiting on the socket */
+    /* raw bytes: data that nobody asked for, unless the protocol pushes
+     * (bytes before a FIN show first: they are unread, so dirty) */
+    return peek == 0 || f->on_idle_data ? USABLE : DIRTY;
 }
 
 bool tide__net_alive(void *resource, void *arg)
@@ -292,16 +319,30 @@ bool tide__net_alive(void *resource, void *arg)
         return false;
     bool look = !same_round(c);
     c->checked = false; /* lent or destroyed now: a check for each loan */
-    return usable(c, look);
+    return usable(c, look) == USABLE;
 }
 
 bool tide__net_reusable(void *resource, void *arg)
 {
     struct tide__net_conn *c = tide__net_conn_find(arg, resource);
     /* a request half written would be finished by the next borrower's */
-    bool ok = c && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
-              usable(c, true);
-    if (ok)
+    if (!c || evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+        return false;
+    switch (usable(c, true)) {
+    case USABLE:
         note_checked(c);
-    return ok;
+        return true;
+    case CLOSED:
+        /* The exchange was whole and the server then ended the connection
+         * (an HTTP/1.0 answer, a keep-alive limit, an idle timeout): the
+         * loan served, and refusing it here would count a failure of the
+         * backend's. It goes back unnoted, so the check before any lending
+         * asks the socket again, and the watch reports it lost from the
+         * loop. */
+        c->closed = true;
+        return true;
+    case DIRTY:
+        return false;
+    }
+    return false;
 }

@@ -38,7 +38,11 @@
  * and no timeouts: set your own with bufferevent_setcb. Give it back with
  * tide_evpool_release when the exchange is complete (nothing left unread,
  * nothing left to write), or tide_evpool_discard when it failed; never free
- * it yourself.
+ * it yourself. A connection the server ended after a whole exchange (a FIN,
+ * a close_notify or a reset after its answer: HTTP/1.0, a keep-alive limit)
+ * may be released too: the loan counts as served, not as the backend's
+ * failure, and the connection is lent to nobody again. Bytes left unread
+ * make a release dirty, closed or not (the breaker hears of it).
  *
  * Session setup: a protocol that opens with an exchange (Redis AUTH, SELECT
  * or HELLO, an SMTP greeting and EHLO, a PostgreSQL startup) runs it in an
