@@ -69,8 +69,9 @@ static bool check_calm(const struct row *rows, int n, FILE *out)
 
 /* Callers queue when more want a connection than there are: more waiting
  * than the pool holds is a queue, not a caller the pump has yet to serve.
- * It has drained when connections sit idle again and fewer callers wait
- * than there are connections. */
+ * It has drained when connections sit idle again and no caller waits: a
+ * row closes before its tick asks for more, so every caller asked for
+ * earlier has had a loop pass to be answered. */
 static bool check_burst(const struct row *rows, int n, int64_t size, FILE *out)
 {
     int64_t most = 0;
@@ -79,8 +80,7 @@ static bool check_burst(const struct row *rows, int n, int64_t size, FILE *out)
         const struct row *r = &rows[i];
         if (r->phase == BURST && r->waiting > most)
             most = r->waiting;
-        if (r->phase == DRAIN && most > size && r->idle > 0 &&
-            r->waiting < size)
+        if (r->phase == DRAIN && most > size && r->idle > 0 && r->waiting == 0)
             drained = true;
     }
     struct line l = line_begin(out);

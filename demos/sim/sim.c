@@ -40,9 +40,8 @@
 static const double phase_rate[PHASES] = {60, 700, 60, 60, 60};
 /* where each phase starts, as a share of the run */
 static const double phase_share[PHASES] = {0, 0.25, 0.42, 0.58, 0.75};
-/* Each phase starts this long after a whole second, so the row printed at
- * each whole second covers one phase only, and the tick that changes the
- * phase never races the report that closes a second. */
+/* Each phase starts this long after a whole second, so the row closed at
+ * each whole second (by the first tick past it) covers one phase only. */
 #define PHASE_OFFSET TIDE_MS(50)
 
 struct sim {
@@ -51,9 +50,8 @@ struct sim {
     struct tide_tcp_factory *client;
     struct tap tap; /* the TCP factory, tapped to see each make start */
     struct tide_evpool *pool;
-    struct event *tick;   /* every 10 ms: issue requests */
-    struct event *report; /* every second: print a row */
-    int64_t started;      /* ns */
+    struct event *tick; /* every 10 ms: close a second's row, issue requests */
+    int64_t started;    /* ns */
     double seconds;
     int64_t starts[PHASES]; /* ns from started */
     enum phase phase;
@@ -205,23 +203,6 @@ static void enter_phase(struct sim *s, enum phase p)
     s->phase = p;
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct sim *s = arg;
-    if (s->closing)
-        return;
-    struct tide_evpool_stats st;
-    observe(s, &st);
-    enum phase p = phase_at(s, now_ns() - s->started);
-    if (p != s->phase)
-        enter_phase(s, p);
-    s->owed += phase_rate[p] / 100.0;
-    for (; s->owed >= 1.0; s->owed -= 1.0)
-        ask(s);
-}
-
 static void on_closed(struct tide_evpool *pool, void *arg)
 {
     (void)pool;
@@ -246,11 +227,10 @@ static void close_row(struct sim *s, const struct tide_evpool_stats *st)
     s->last = *st;
 }
 
-static void on_report(evutil_socket_t fd, short what, void *arg)
+/* Prints the second that just ended and starts the next; after the last,
+ * closes the pool. */
+static void close_second(struct sim *s)
 {
-    (void)fd;
-    (void)what;
-    struct sim *s = arg;
     struct tide_evpool_stats st;
     observe(s, &st);
     close_row(s, &st);
@@ -260,9 +240,35 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
     if (s->n_rows >= (int)s->seconds) {
         s->closing = true;
         event_del(s->tick);
-        event_del(s->report);
         tide_evpool_close(s->pool, on_closed, s->base);
     }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sim *s = arg;
+    if (s->closing)
+        return;
+    /* A second's row closes here, before this tick's requests: an acquire
+     * is answered from the loop, on its next pass, so a row taken by a
+     * timer of its own just after a tick showed that tick's request as a
+     * caller waiting beside idle connections. */
+    int64_t t = now_ns() - s->started;
+    if (t >= TIDE_SEC(s->n_rows + 1)) {
+        close_second(s);
+        if (s->closing)
+            return;
+    }
+    struct tide_evpool_stats st;
+    observe(s, &st);
+    enum phase p = phase_at(s, t);
+    if (p != s->phase)
+        enter_phase(s, p);
+    s->owed += phase_rate[p] / 100.0;
+    for (; s->owed >= 1.0; s->owed -= 1.0)
+        ask(s);
 }
 
 /* The pool's connections: plain TCP to the echo server, by number so no
@@ -321,10 +327,8 @@ static int run(struct sim *s, uint64_t seed)
     s->started = now_ns();
     row_start(&s->row, TIDE_BREAKER_ACTIVE);
     s->tick = event_new(s->base, -1, EV_PERSIST, on_tick, s);
-    s->report = event_new(s->base, -1, EV_PERSIST, on_report, s);
-    struct timeval ten_ms = {0, 10000}, one_s = {1, 0};
+    struct timeval ten_ms = {0, 10000};
     event_add(s->tick, &ten_ms);
-    event_add(s->report, &one_s);
     event_base_dispatch(s->base);
     return 0;
 }
@@ -334,8 +338,6 @@ static void dispose(struct sim *s)
     tide_evpool_free(s->pool);
     if (s->tick)
         event_free(s->tick);
-    if (s->report)
-        event_free(s->report);
     tide_tcp_factory_free(s->client);
     if (s->server)
         echo_server_free(s->server);
