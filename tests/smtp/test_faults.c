@@ -140,6 +140,32 @@ START_TEST(reply_out_of_turn_in_the_opening_is_named)
 }
 END_TEST
 
+/* STARTTLS answered "go ahead" with a reply behind it, in plaintext: read
+ * after the handshake, it would pass for the server's words over TLS (the
+ * STARTTLS injection of RFC 7457 2.2). The opening fails, and no message
+ * goes. */
+START_TEST(bytes_after_the_starttls_go_ahead_fail_the_opening)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_EHLO, .reply = "250-fake.test\r\n250 STARTTLS\r\n"},
+        {.cmd = FAKE_STARTTLS,
+         .reply = "220 2.0.0 go ahead\r\n250-injected\r\n250 AUTH PLAIN\r\n"},
+    };
+    fake_up(rules, 2);
+    struct tide_tls_options tls = tls_options("localhost");
+    struct tide_smtp_options o = fake_options(1);
+    o.tls = &tls;
+    o.starttls = true;
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
+    ck_assert_msg(strstr(a.text, "STARTTLS"), "%s", a.text);
+    ck_assert_int_ge(fake.seen[FAKE_STARTTLS], 1);
+    ck_assert_int_eq(fake.seen[FAKE_MAIL], 0);
+    end(s);
+}
+END_TEST
+
 /* The connection reset after RCPT: nothing was delivered, the message goes
  * again on a new session and arrives once. */
 START_TEST(reset_after_rcpt_is_sent_again_once)
@@ -359,6 +385,7 @@ static Suite *suite(void)
     tcase_add_test(tc, stalled_upload_everywhere_fails_as_not_delivered);
     tcase_add_test(tc, verdict_followed_by_more_is_still_the_verdict);
     tcase_add_test(tc, reply_out_of_turn_in_the_opening_is_named);
+    tcase_add_test(tc, bytes_after_the_starttls_go_ahead_fail_the_opening);
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
     tcase_add_test(tc, stale_sessions_one_after_another_cost_no_message);
     tcase_add_test(tc, fresh_sessions_breaking_are_tried_twice_only);
