@@ -175,6 +175,15 @@ void tide__smtp_leave(struct tide_smtp_sender *s)
         destroy(s);
 }
 
+/* A name EHLO can carry: one word (a line end would start a command of
+ * its own), not empty, and no longer than a domain may be (RFC 1035:
+ * 255), so the line is always written. */
+static bool helo_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 0 && n <= 255 && !strpbrk(name, "\r\n ");
+}
+
 static bool valid(const struct tide_smtp_options *o)
 {
     const struct tide_tls_options *t = o->tls;
@@ -185,7 +194,7 @@ static bool valid(const struct tide_smtp_options *o)
            !o->tcp.on_idle_data && !o->tcp.setup && !o->tcp.setup_arg &&
            !o->tcp.setup_abort &&
            (!t || (!t->upgrade && !t->upgrade_arg && !t->upgrade_abort)) &&
-           (!o->helo_name || !strpbrk(o->helo_name, "\r\n "));
+           (!o->helo_name || helo_ok(o->helo_name));
 }
 
 static int open_factory(struct tide_smtp_sender *s,

@@ -115,7 +115,8 @@ struct tide_smtp_options {
     /* With tls: STARTTLS on a plaintext connection (port 25 or 587),
      * instead of TLS from the first byte (port 465). */
     bool starttls;
-    /* The name given in EHLO; preset "localhost". */
+    /* The name given in EHLO; preset "localhost". One word of 1 to 255
+     * bytes, without CR or LF (TIDE_EINVAL otherwise). */
     const char *helo_name;
     /* AUTH on every new session when both are given. Only over TLS:
      * credentials in plaintext are readable by anyone on the path, so
@@ -147,7 +148,8 @@ struct tide_smtp_sender;
 /* Creates a sender on base (borrowed; must outlive the sender). Returns 0
  * with *out (free it with tide_smtp_sender_free); TIDE_EINVAL (a NULL
  * argument, a user without a password or the reverse, AUTH over
- * plaintext without its option, starttls without tls, a negative span or
+ * plaintext without its option, starttls without tls, a helo_name EHLO
+ * cannot carry, a negative span or
  * count, the factory's or the pool's refusals); TIDE_ENOMEM; the
  * factory's and the pool's codes. *out is NULL on failure when out is
  * not. */

@@ -354,6 +354,16 @@ START_TEST(bad_arguments_are_refused_at_once)
     struct tide_smtp_options bad = o;
     bad.helo_name = "me\r\nMAIL FROM:<x@y>";
     ck_assert_int_eq(tide_smtp_sender_new(sx->base, &bad, &none), TIDE_EINVAL);
+    /* a name no EHLO line can carry (a domain is 255 bytes at most), which
+     * would leave every session waiting for the answer to an EHLO never
+     * sent */
+    char long_name[1200];
+    memset(long_name, 'h', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    bad.helo_name = long_name;
+    ck_assert_int_eq(tide_smtp_sender_new(sx->base, &bad, &none), TIDE_EINVAL);
+    bad.helo_name = "";
+    ck_assert_int_eq(tide_smtp_sender_new(sx->base, &bad, &none), TIDE_EINVAL);
     ck_assert_ptr_null(none);
     end(s);
 }
