@@ -149,10 +149,9 @@ struct tide_smtp_sender;
  * with *out (free it with tide_smtp_sender_free); TIDE_EINVAL (a NULL
  * argument, a user without a password or the reverse, AUTH over
  * plaintext without its option, starttls without tls, a helo_name EHLO
- * cannot carry, a negative span or
- * count, the factory's or the pool's refusals); TIDE_ENOMEM; the
- * factory's and the pool's codes. *out is NULL on failure when out is
- * not. */
+ * cannot carry, a negative span or count, the factory's or the pool's
+ * refusals); TIDE_ENOMEM; the factory's and the pool's codes. *out is
+ * NULL on failure when out is not. */
 TIDE_MUST_USE int tide_smtp_sender_new(struct event_base *base,
                                        const struct tide_smtp_options *o,
                                        struct tide_smtp_sender **out);
