@@ -7,7 +7,10 @@
  * borrower as the answer to its own command. Anything else (a protocol
  * error, a timeout, the server closing or resetting the connection) ends
  * the loan with a discard, so a reply still on its way is destroyed with
- * its connection and never reaches another command. */
+ * its connection and never reaches another command. A batch that leaves
+ * the session changed (session.c: SELECT, an open MULTI, SUBSCRIBE ...)
+ * closes its connection after its last reply instead of giving it back, so
+ * no other command runs in that session. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,7 @@ struct tide__redis_batch {
     redisReader *reader;          /* while lent */
     struct event timer;
     bool timed;  /* timer pending */
+    bool keep;   /* the session is as the setup left it after the batch */
     size_t n;    /* commands */
     size_t done; /* answered */
     size_t len;  /* of resp */
@@ -47,21 +51,33 @@ static void stop_timer(struct tide__redis_batch *b)
     }
 }
 
-/* Ends the loan, if any: back to the pool when clean, else discarded. */
-static void end_loan(struct tide__redis_batch *b, bool clean)
+/* How a loan ends. */
+enum loan_end {
+    LOAN_RELEASE, /* the exchange is whole: back to the pool */
+    LOAN_RETIRE,  /* whole, but the session was changed: closed, and the
+                     server did nothing wrong (a success for the breaker) */
+    LOAN_DISCARD, /* a fault: closed, and a failure for the breaker */
+};
+
+/* Ends the loan, if any, as told. */
+static void end_loan(struct tide__redis_batch *b, enum loan_end how)
 {
     struct tide_redis_client *c = b->client;
     if (!b->bev)
         return;
     bufferevent_setcb(b->bev, NULL, NULL, NULL, NULL);
-    if (clean) {
+    if (how == LOAN_RELEASE) {
         (void)tide_evpool_release(c->pool, b->bev);
+    } else if (how == LOAN_RETIRE) {
+        c->stats.retired++;
+        (void)tide_evpool_retire(c->pool, b->bev);
     } else {
         c->stats.discarded++;
         (void)tide_evpool_discard(c->pool, b->bev);
     }
     b->bev = NULL;
-    tide__redis_reader_give(c, b->reader, clean);
+    /* a reader that holds bytes is freed there, whatever it is told */
+    tide__redis_reader_give(c, b->reader, how != LOAN_DISCARD);
     b->reader = NULL;
 }
 
@@ -110,7 +126,7 @@ static void fail(struct tide__redis_batch *b, int code, const char *message)
     snprintf(text, sizeof text, "%s",
              message ? message : tide_redis_strerror(code));
     retire(b);
-    end_loan(b, false);
+    end_loan(b, LOAN_DISCARD);
     while (b->done < b->n && !c->dying)
         answer(b, code, NULL, text);
     batch_free(b);
@@ -131,11 +147,13 @@ static bool deliver(struct tide__redis_batch *b, redisReply *reply)
         return !c->dying;
     }
     /* the last one: nothing may follow it, neither in the reader nor in
-     * the input buffer */
+     * the input buffer; a changed session goes whatever follows (the other
+     * confirmations of a SUBSCRIBE to several channels, a MONITOR's
+     * stream): those bytes are its own, no fault of the server */
     bool extra = tide__redis_reader_holds(b->reader) ||
                  evbuffer_get_length(bufferevent_get_input(b->bev)) > 0;
     retire(b);
-    end_loan(b, !extra);
+    end_loan(b, !b->keep ? LOAN_RETIRE : extra ? LOAN_DISCARD : LOAN_RELEASE);
     answer(b, status, reply, message);
     freeReplyObject(reply);
     batch_free(b);
@@ -254,11 +272,15 @@ int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
     b->len = len;
     b->resp = (char *)b + head;
     char *at = b->resp;
+    struct tide__redis_session session = {0};
     for (size_t i = 0; i < n; i++) {
         at = tide__redis_resp_write(at, cmds[i].argc, cmds[i].argv,
                                     cmds[i].argvlen);
         b->slots[i] = (struct slot){.cb = cmds[i].cb, .arg = cmds[i].arg};
+        tide__redis_session_note(&session, cmds[i].argc, cmds[i].argv,
+                                 cmds[i].argvlen);
     }
+    b->keep = tide__redis_session_clean(&session);
     /* The fast path: an idle connection now, and nobody queued before us
      * (try_acquire never barges), saves a pass of the loop per command.
      * Nothing calls back from here: a failure is returned. */

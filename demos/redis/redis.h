@@ -24,6 +24,17 @@
  * with code TIDE_ESETUP and Redis's own words as the message, which reaches
  * the command that was waiting; the pool's backoff spaces the reconnects.
  *
+ * Sessions: each command may run on any pooled connection, so a command
+ * that changes its connection's session (SELECT, AUTH, HELLO, RESET, QUIT,
+ * SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR, READONLY, READWRITE, ASKING,
+ * CLIENT SETNAME, REPLY, TRACKING, CACHING, NO-EVICT, NO-TOUCH, SETINFO,
+ * and a MULTI or WATCH its own pipeline does not end with EXEC, DISCARD or
+ * UNWATCH) gets its replies as any other, and its connection is then closed
+ * rather than lent to the next command (stats.retired). Put what needs the
+ * session in one pipeline: {SELECT 2, GET k} reads db 2; a transaction is
+ * {MULTI, ..., EXEC}. Pushed messages (pub/sub, MONITOR) are not delivered:
+ * only the first reply to each command is.
+ *
  * Replies: a Redis error reply ("-ERR ...", "-WRONGPASS ...") is a reply:
  * the connection is fine and goes back to the pool, and the command is
  * answered with TIDE_REDIS_EREPLY and the server's own text. Failures of
@@ -172,6 +183,7 @@ struct tide_redis_stats {
     uint64_t failed;               /* answered with no reply */
     uint64_t timeouts;             /* ... of them timed out */
     uint64_t discarded;            /* connections given up after a fault */
+    uint64_t retired;              /* closed: a batch changed the session */
     uint64_t checks;               /* health-check PINGs */
     uint64_t check_failures;       /* ... that failed */
 };

@@ -92,6 +92,20 @@ void tide__redis_setup_abort(struct tide_net_setup *token, void *arg);
 /* Drops every unanswered command without callbacks, at free. */
 void tide__redis_batches_end(struct tide_redis_client *c);
 
+/* What a batch's commands do to their connection's session (session.c):
+ * a transaction or a WATCH still open at its end, or a command that
+ * changes the session for good. Noted command by command, in order. */
+struct tide__redis_session {
+    bool multi;   /* MULTI not yet ended by EXEC or DISCARD */
+    bool watch;   /* WATCH not yet ended by EXEC, DISCARD or UNWATCH */
+    bool changed; /* SELECT, AUTH, SUBSCRIBE, CLIENT SETNAME ... */
+};
+void tide__redis_session_note(struct tide__redis_session *s, int argc,
+                              const char *const *argv, const size_t *argvlen);
+/* Whether the connection is left as its setup made it, fit for another
+ * command after the batch. */
+bool tide__redis_session_clean(const struct tide__redis_session *s);
+
 /* timeval for a span in ns. */
 struct timeval tide__redis_tv(int64_t ns);
 

@@ -1,0 +1,75 @@
+/* Which commands leave their connection in a session of their own.
+ *
+ * A pooled connection is shared by every command in turn, so it may only
+ * go back to the pool in the state its setup left it: the configured
+ * database, the configured user, no transaction, nothing watched, no
+ * subscription, RESP2. A command that changes that state (SELECT, AUTH,
+ * HELLO, an open MULTI, SUBSCRIBE, CLIENT SETNAME ...) would otherwise
+ * reach the next borrower, whose GET would be answered "+QUEUED", or from
+ * another database, or by "-ERR Can't execute 'get'" in pub/sub mode.
+ * Such a batch still gets all its replies; its connection is then closed
+ * (retired: the server did nothing wrong) instead of given back.
+ *
+ * A transaction opened and closed in the same batch (MULTI ... EXEC, or
+ * DISCARD), and a WATCH that its EXEC, DISCARD or UNWATCH ends, leave the
+ * session as they found it: the connection goes back. Undoing the others
+ * (RESET, then AUTH and SELECT again) would cost a round trip; closing costs
+ * a connect, and these commands are rare on a shared pool. */
+#include <string.h>
+#include <strings.h>
+
+#include "redis_internal.h"
+
+static bool is(const char *word, size_t len, const char *name)
+{
+    return len == strlen(name) && strncasecmp(word, name, len) == 0;
+}
+
+static bool any(const char *word, size_t len, const char *const *names)
+{
+    for (; *names; names++)
+        if (is(word, len, *names))
+            return true;
+    return false;
+}
+
+/* Commands that change the session for good (for this client). */
+static const char *const changing[] = {
+    "SELECT",    "AUTH",       "HELLO",      "RESET",   "QUIT",
+    "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "READONLY",
+    "READWRITE", "ASKING",     NULL};
+
+/* CLIENT's subcommands that do. */
+static const char *const client_changing[] = {"SETNAME", "REPLY",    "TRACKING",
+                                              "CACHING", "NO-EVICT", "NO-TOUCH",
+                                              "SETINFO", NULL};
+
+void tide__redis_session_note(struct tide__redis_session *s, int argc,
+                              const char *const *argv, const size_t *argvlen)
+{
+    size_t len = argvlen ? argvlen[0] : strlen(argv[0]);
+    const char *word = argv[0];
+    if (is(word, len, "MULTI")) {
+        s->multi = true;
+    } else if (is(word, len, "EXEC") || is(word, len, "DISCARD")) {
+        /* either ends the transaction and every WATCH (an EXEC that
+         * aborts discards it too) */
+        s->multi = false;
+        s->watch = false;
+    } else if (is(word, len, "WATCH")) {
+        s->watch = true;
+    } else if (is(word, len, "UNWATCH")) {
+        s->watch = false;
+    } else if (any(word, len, changing)) {
+        s->changed = true;
+    } else if (is(word, len, "CLIENT") && argc > 1) {
+        size_t sub = argvlen ? argvlen[1] : strlen(argv[1]);
+        if (any(argv[1], sub, client_changing))
+            s->changed = true;
+    }
+}
+
+bool tide__redis_session_clean(const struct tide__redis_session *s)
+{
+    return !s->multi && !s->watch && !s->changed;
+}
