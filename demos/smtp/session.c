@@ -3,7 +3,8 @@
  * reads the greeting, sends EHLO, checks that STARTTLS is offered and asks
  * for it; after the handshake the setup step sends EHLO again (RFC 3207
  * 4.2: what the server said before TLS is forgotten) and AUTH. Without
- * STARTTLS the setup step does it all: greeting, EHLO, AUTH. The close
+ * STARTTLS the setup step does it all: greeting, EHLO (HELO when the
+ * server knows no EHLO and nothing of EHLO's is needed), AUTH. The close
  * writes QUIT straight to the socket, never waiting: destroy may not
  * block, and a server that misses it closes the session all the same. */
 #include <errno.h>
@@ -22,6 +23,7 @@
 enum step {
     GREETING,
     EHLO,
+    HELO, /* EHLO unknown to the server: the old greeting instead */
     STARTTLS,
     AUTH_PLAIN,
     AUTH_LOGIN,      /* AUTH LOGIN sent: 334 asks for the user */
@@ -48,6 +50,8 @@ static const char *step_name(enum step step)
         return "greeting";
     case EHLO:
         return "reply to EHLO";
+    case HELO:
+        return "reply to HELO";
     case STARTTLS:
         return "reply to STARTTLS";
     case AUTH_PLAIN:
@@ -180,11 +184,25 @@ static void on_reply(struct tide__smtp_open *o,
         tide__smtp_write(o->bev, "EHLO %s", s->helo_name);
         return;
     case EHLO:
+        if ((r->code == 500 || r->code == 502) && !o->upgrade && !s->user) {
+            /* a server that knows no EHLO (RFC 5321 3.2: fall back to
+             * HELO); HELO offers no extensions, so only when neither
+             * STARTTLS nor AUTH is needed */
+            o->step = HELO;
+            tide__smtp_write(o->bev, "HELO %s", s->helo_name);
+            return;
+        }
         if (r->code != 250) {
             finish(o, refusal(r->code), "EHLO: %d %s", r->code, r->text);
             return;
         }
         after_ehlo(o, r);
+        return;
+    case HELO:
+        if (r->code != 250)
+            finish(o, refusal(r->code), "HELO: %d %s", r->code, r->text);
+        else
+            finish(o, 0, NULL);
         return;
     case STARTTLS:
         if (r->code == 220)

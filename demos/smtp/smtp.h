@@ -18,13 +18,14 @@
  *
  * A session's life:
  * - Opening (the factory's upgrade and setup steps, before the pool sees
- *   it): the greeting (220), EHLO; with starttls, STARTTLS offered and
- *   answered 220, the TLS handshake on the same socket (verified as any
- *   TLS connection), EHLO again; AUTH PLAIN (or LOGIN when only that is
- *   offered) when credentials are given. A greeting of 421 or 554, a
- *   missing STARTTLS, a refused AUTH fail the make in the server's words;
- *   the pool's backoff spaces the reconnects, so a server that turns
- *   everyone away is not stormed.
+ *   it): the greeting (220), EHLO (HELO instead when the server answers
+ *   EHLO 500 or 502 and neither STARTTLS nor AUTH is needed); with
+ *   starttls, STARTTLS offered and answered 220, the TLS handshake on the
+ *   same socket (verified as any TLS connection), EHLO again; AUTH PLAIN
+ *   (or LOGIN when only that is offered) when credentials are given. A
+ *   greeting of 421 or 554, a missing STARTTLS, a refused AUTH fail the
+ *   make in the server's words; the pool's backoff spaces the reconnects,
+ *   so a server that turns everyone away is not stormed.
  * - A message: MAIL FROM, RCPT TO per recipient (each answered on its own:
  *   some may be refused while the others get the message), DATA, the
  *   message dot-stuffed and with every line ending in CRLF, then the

@@ -41,6 +41,7 @@ static const char *const presets[FAKE_CMDS] = {
     [FAKE_NOOP] = "250 2.0.0 OK\r\n",
     [FAKE_QUIT] = "221 2.0.0 bye\r\n",
     [FAKE_STARTTLS] = "454 4.7.0 TLS not available\r\n",
+    [FAKE_HELO] = "250 fake.test\r\n",
 };
 
 static void conn_free(struct fake_conn *c)
@@ -105,7 +106,7 @@ static enum fake_cmd command(const char *line)
     } verbs[] = {
         {"EHLO", FAKE_EHLO}, {"MAIL", FAKE_MAIL},         {"RCPT", FAKE_RCPT},
         {"DATA", FAKE_DATA}, {"RSET", FAKE_RSET},         {"NOOP", FAKE_NOOP},
-        {"QUIT", FAKE_QUIT}, {"STARTTLS", FAKE_STARTTLS},
+        {"QUIT", FAKE_QUIT}, {"STARTTLS", FAKE_STARTTLS}, {"HELO", FAKE_HELO},
     };
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (strncasecmp(line, verbs[i].verb, strlen(verbs[i].verb)) == 0)

@@ -3,10 +3,10 @@
  * that stops reading in the middle of DATA, a connection reset at a given
  * command, a RSET answered with an error. It speaks just enough SMTP for
  * the sender (greeting, EHLO, MAIL, RCPT, DATA and the message up to its
- * ".", RSET, NOOP, QUIT, and STARTTLS without any TLS), answers each command
- * with its preset reply unless a rule says otherwise, and counts what it saw.
- * Listens on 127.0.0.1 at a port the kernel picks, with a small receive buffer,
- * so a peer that stops reading holds back a large message for real. */
+ * ".", RSET, NOOP, QUIT, HELO, and STARTTLS without any TLS), answers each
+ * command with its preset reply unless a rule says otherwise, and counts what
+ * it saw. Listens on 127.0.0.1 at a port the kernel picks, with a small receive
+ * buffer, so a peer that stops reading holds back a large message for real. */
 #ifndef TIDEPOOL_TEST_SMTP_FAKE_H
 #define TIDEPOOL_TEST_SMTP_FAKE_H
 
@@ -29,6 +29,7 @@ enum fake_cmd {
     FAKE_NOOP,
     FAKE_QUIT,
     FAKE_STARTTLS, /* answered, but no TLS follows: for the bytes after it */
+    FAKE_HELO,
     FAKE_CMDS,
 };
 

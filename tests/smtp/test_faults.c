@@ -166,6 +166,48 @@ START_TEST(bytes_after_the_starttls_go_ahead_fail_the_opening)
 }
 END_TEST
 
+/* A server of the old kind, that knows no EHLO (502): the sender falls
+ * back to HELO (RFC 5321 3.2) and the message goes, when nothing of EHLO's
+ * was needed. With STARTTLS asked for, HELO cannot offer it: the opening
+ * fails and says so. */
+START_TEST(server_without_ehlo_gets_helo)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_EHLO,
+         .reply = "502 5.5.2 Error: command not recognized\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "old", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    ck_assert_int_eq(fake.seen[FAKE_HELO], 1);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], 1);
+    end(s);
+}
+END_TEST
+
+START_TEST(server_without_ehlo_cannot_give_starttls)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_EHLO,
+         .reply = "502 5.5.2 Error: command not recognized\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_tls_options tls = tls_options("localhost");
+    struct tide_smtp_options o = fake_options(1);
+    o.tls = &tls;
+    o.starttls = true;
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == TIDE_SMTP_EPERMANENT, "%d %s", a.status, a.text);
+    ck_assert_msg(strstr(a.text, "502"), "%s", a.text);
+    ck_assert_int_eq(fake.seen[FAKE_HELO], 0);
+    ck_assert_int_eq(fake.seen[FAKE_MAIL], 0);
+    end(s);
+}
+END_TEST
+
 /* The connection reset after RCPT: nothing was delivered, the message goes
  * again on a new session and arrives once. */
 START_TEST(reset_after_rcpt_is_sent_again_once)
@@ -396,6 +438,8 @@ static Suite *suite(void)
     tcase_add_test(tc, verdict_followed_by_more_is_still_the_verdict);
     tcase_add_test(tc, reply_out_of_turn_in_the_opening_is_named);
     tcase_add_test(tc, bytes_after_the_starttls_go_ahead_fail_the_opening);
+    tcase_add_test(tc, server_without_ehlo_gets_helo);
+    tcase_add_test(tc, server_without_ehlo_cannot_give_starttls);
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
     tcase_add_test(tc, stale_sessions_one_after_another_cost_no_message);
     tcase_add_test(tc, fresh_sessions_breaking_are_tried_twice_only);
