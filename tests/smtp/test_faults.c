@@ -110,6 +110,42 @@ START_TEST(stalled_upload_everywhere_fails_as_not_delivered)
 }
 END_TEST
 
+/* After the "." the server may have taken the message: a session lost
+ * before its verdict (no answer within reply_timeout, or a reset) fails
+ * the message as "may have been delivered", and it is not sent again,
+ * which could deliver it twice. */
+static void lost_after_the_dot(enum fake_act act)
+{
+    const struct fake_rule rules[] = {
+        {.cmd = FAKE_DOT, .act = act},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(2);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "d", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == TIDE_SMTP_EUNKNOWN, "%d %s", a.status, a.text);
+    ck_assert_msg(strstr(a.text, "may have been delivered"), "%s", a.text);
+    ck_assert_int_eq(a.attempts, 1);
+    ck_assert_int_eq(a.reply, 0);
+    ck_assert_int_eq(fake.accepted, 1);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], 1);
+    struct tide_smtp_stats st = sender_end(s);
+    ck_assert_uint_eq(st.retried, 0);
+    fake_stop(&fake);
+}
+
+START_TEST(no_verdict_after_the_dot_is_maybe_delivered_once)
+{
+    lost_after_the_dot(FAKE_HANG);
+}
+END_TEST
+
+START_TEST(reset_after_the_dot_is_maybe_delivered_once)
+{
+    lost_after_the_dot(FAKE_RESET);
+}
+END_TEST
+
 /* The server answers the "." and then says more: the first reply is the
  * verdict (the message was taken, and the caller must hear so, or it
  * would send it twice); the session is out of step and not reused. */
@@ -453,6 +489,8 @@ static Suite *suite(void)
     smtp_fixture_add(tc, 30);
     tcase_add_test(tc, stalled_upload_is_sent_again_not_maybe_delivered);
     tcase_add_test(tc, stalled_upload_everywhere_fails_as_not_delivered);
+    tcase_add_test(tc, no_verdict_after_the_dot_is_maybe_delivered_once);
+    tcase_add_test(tc, reset_after_the_dot_is_maybe_delivered_once);
     tcase_add_test(tc, verdict_followed_by_more_is_still_the_verdict);
     tcase_add_test(tc, reply_out_of_turn_in_the_opening_is_named);
     tcase_add_test(tc, bytes_after_the_starttls_go_ahead_fail_the_opening);
