@@ -342,6 +342,81 @@ START_TEST(fresh_sessions_breaking_are_tried_twice_only)
 }
 END_TEST
 
+/* Many messages at once on a few sessions, with sessions breaking under
+ * some of them: every caller gets the verdict on its own message (the
+ * server names each by its size), none another's. */
+#define MANY 24
+
+struct many {
+    struct sent a[MANY];
+    size_t size[MANY];
+};
+
+static bool many_done(void *arg)
+{
+    struct many *m = arg;
+    for (int i = 0; i < MANY; i++)
+        if (m->a[i].calls == 0)
+            return false;
+    return true;
+}
+
+START_TEST(no_caller_gets_another_callers_verdict)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_RCPT, .conn = 2, .act = FAKE_RESET},
+        {.cmd = FAKE_MAIL, .conn = 3, .after = 2, .act = FAKE_RESET},
+        {.cmd = FAKE_DATA,
+         .conn = 4,
+         .after = 1,
+         .times = 1,
+         .reply = "451 4.3.0 try later\r\n"},
+    };
+    fake_up(rules, 3);
+    struct tide_smtp_options o = fake_options(3);
+    struct tide_smtp_sender *s = sender_new(&o);
+    static struct many m;
+    memset(&m, 0, sizeof m);
+    for (int i = 0; i < MANY; i++) {
+        char id[16], *body = malloc((size_t)i * 37 + 8);
+        ck_assert_ptr_nonnull(body);
+        snprintf(id, sizeof id, "m%d", i);
+        memset(body, 'a', (size_t)i * 37 + 1);
+        memcpy(body + i * 37 + 1, "\r\n", 3);
+        char *text = message_text(id, body);
+        free(body);
+        m.size[i] = strlen(text);
+        ck_assert_int_eq(tide_smtp_send(s, "f@test.example", one, 1, text,
+                                        strlen(text), on_sent, &m.a[i]),
+                         0);
+        free(text);
+    }
+    ck_assert(run_until(many_done, &m, 10000));
+    int delivered = 0, later = 0;
+    for (int i = 0; i < MANY; i++) {
+        ck_assert_int_eq(m.a[i].calls, 1);
+        if (m.a[i].status != 0) {
+            ck_assert_msg(m.a[i].status == TIDE_SMTP_ETEMPORARY, "%d: %d %s", i,
+                          m.a[i].status, m.a[i].text);
+            ck_assert_int_eq(m.a[i].reply, 451);
+            later++;
+            continue;
+        }
+        char want[64];
+        snprintf(want, sizeof want, "accepted %zu bytes", m.size[i]);
+        ck_assert_msg(strstr(m.a[i].text, want),
+                      "message %d of %zu bytes got [%s]", i, m.size[i],
+                      m.a[i].text);
+        delivered++;
+    }
+    ck_assert_int_le(later, 1); /* the one 451, when it came */
+    ck_assert_int_eq(delivered + later, MANY);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], delivered);
+    ck_assert_int_ge(fake.accepted, 5); /* the broken ones were replaced */
+    end(s);
+}
+END_TEST
+
 /* RSET answered with an error: the session is not trusted again; the next
  * message goes on a new one, and the first was answered truthfully. */
 START_TEST(rset_refused_closes_the_session)
@@ -499,6 +574,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
     tcase_add_test(tc, stale_sessions_one_after_another_cost_no_message);
     tcase_add_test(tc, fresh_sessions_breaking_are_tried_twice_only);
+    tcase_add_test(tc, no_caller_gets_another_callers_verdict);
     tcase_add_test(tc, rset_refused_closes_the_session);
     tcase_add_test(tc, refused_at_the_end_of_data_keeps_the_session);
     tcase_add_test(tc, bad_arguments_are_refused_at_once);
