@@ -1,10 +1,15 @@
 /* demos/smtp against the faults a real server shows now and then, played by
- * the scripted server in fake.h on the test's own loop: a session that
- * stops reading in the middle of a message, a verdict followed by bytes no
- * one asked for, a reply out of turn while a session opens, a reset after
- * RCPT, a RSET answered with an error, a message refused at its end. And
- * what a caller gets wrong: NULL arguments, an empty recipient. No
- * aiosmtpd is needed: these run everywhere. */
+ * the scripted server in fake.h on the test's own loop. Before the final
+ * ".": a session that stops reading in the middle of a message, a reset
+ * after RCPT, stale sessions one after another, fresh ones that keep
+ * breaking. After it: no verdict, a reset, a verdict with more behind it,
+ * a refusal (554) and the session's reuse. While a session opens: a reply
+ * out of turn, bytes behind STARTTLS's go-ahead, a server that knows no
+ * EHLO. A RSET answered with an error; many messages at once, each
+ * answered with its own verdict. And what a caller gets wrong: NULL
+ * arguments, CR/LF in an address or the EHLO name, an empty recipient, an
+ * EHLO name too long to send. No aiosmtpd is needed: these run
+ * everywhere. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
