@@ -460,6 +460,11 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
         if (!*tls->verify_name)
             return TIDE_EINVAL;
         tls->verify_ip = is_ip(tls->verify_name);
+        /* "example.com." is example.com written absolute: certificates name
+         * it without the dot, and OpenSSL would not match it with one */
+        size_t n = strlen(tls->verify_name);
+        if (!tls->verify_ip && n > 1 && tls->verify_name[n - 1] == '.')
+            tls->verify_name[n - 1] = '\0';
     }
     /* the preset: the name the certificate is checked against, unless it
      * is an address; over a Unix socket that is verify_name, not the path */

@@ -173,7 +173,8 @@ enum tide_tls_error {
     /* alpn_required, and the server chose none of the offered protocols */
     TIDE_EALPN = -51,
     /* the TLS context could not be built: a CA, certificate or key would
-     * not load (the OpenSSL error queue holds the reason) */
+     * not load (the OpenSSL error queue holds the reason, and names the
+     * option and its file) */
     TIDE_ETLS_CONFIG = -52,
     /* the peer closed the connection */
     TIDE_EPEER_CLOSED = -53,
@@ -430,7 +431,8 @@ struct tide_tls_options {
                               connection as below. */
     const char *ca_file;   /* trusted CAs, PEM (SSL_CTX_load_verify_
                               locations) */
-    const char *ca_dir;    /* trusted CAs, a hashed directory */
+    const char *ca_dir;    /* trusted CAs, a hashed directory; one that
+                              is not there is refused at creation */
     const char *ca_pem;    /* trusted CAs, PEM text in memory */
                            /* none of the three: the system's CAs
                               (SSL_CTX_set_default_verify_paths) */
@@ -447,7 +449,10 @@ struct tide_tls_options {
                                   over a Unix socket, verify_name unless it
                                   is an IP literal; "": none */
     const char *verify_name;   /* the name (or IP literal) the certificate
-                                  must match; NULL (preset): the host.
+                                  must match; NULL (preset): the host. A
+                                  name's final dot is dropped, as
+                                  certificates spell names without it
+                                  ("example.com." is example.com).
                                   Required over a Unix socket (tcp.path),
                                   unless insecure_skip_verify: a path is no
                                   name to check a certificate against */
@@ -506,7 +511,8 @@ struct tide_tls_factory;
  * upgrade_abort or upgrade_timeout without upgrade, a tcp.path without
  * verify_name or insecure_skip_verify), with *out NULL when out is not;
  * TIDE_ETLS_CONFIG when the context cannot be built (the OpenSSL error queue
- * says why); TIDE_ENOMEM; TIDE_EDNS. */
+ * says why, naming the option and the file: print it with
+ * ERR_print_errors); TIDE_ENOMEM; TIDE_EDNS. */
 TIDE_API TIDE_MUST_USE int
 tide_tls_factory_new(struct event_base *base, const struct tide_tls_options *o,
                      struct tide_tls_factory **out);

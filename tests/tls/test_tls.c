@@ -5,6 +5,7 @@
  * and the idle watch over TLS. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -209,6 +210,29 @@ START_TEST(verify_name_overrides_the_host)
     connect_with(&t, &o);
     ck_assert_int_eq(t.g.status, 0);
     ck_assert_str_eq(t.s.sni, "other.example");
+    finish(&t);
+}
+END_TEST
+
+/* "localhost." is the same name written absolute (RFC 1034 3.1): the
+ * certificate names "localhost", and the check must not fail on the dot
+ * (as SNI, the name already goes without it). */
+START_TEST(trailing_dot_host_is_verified_without_the_dot)
+{
+    struct tls t;
+    serve(&t, fx->pki.good, 0);
+    struct tide_tls_options o = tls_options("localhost.", &t.s);
+    connect_with(&t, &o);
+    ck_assert_msg(t.g.status == 0, "%s", t.g.message);
+    ck_assert_str_eq(t.s.sni, "localhost");
+    finish(&t);
+
+    /* the same through verify_name */
+    serve(&t, fx->pki.other, 0);
+    o = tls_options("127.0.0.1", &t.s);
+    o.verify_name = "other.example.";
+    connect_with(&t, &o);
+    ck_assert_msg(t.g.status == 0, "%s", t.g.message);
     finish(&t);
 }
 END_TEST
@@ -470,6 +494,94 @@ START_TEST(unloadable_context_is_a_config_error)
     o.cert_file = "/nonexistent/tidepool/cert.pem";
     ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_ETLS_CONFIG);
     ERR_clear_error();
+}
+END_TEST
+
+/* The data OpenSSL's queue holds for a failed creation, all of it in one
+ * string: what a program prints with ERR_print_errors. */
+static void queued_text(char *buf, size_t len)
+{
+    buf[0] = '\0';
+    const char *data;
+    int flags;
+    unsigned long e;
+    size_t n = 0;
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        char one[256];
+        ERR_error_string_n(e, one, sizeof one);
+        n += (size_t)snprintf(buf + n, len - n, "%s:%s\n", one,
+                              (flags & ERR_TXT_STRING) ? data : "");
+        if (n >= len)
+            break;
+    }
+}
+
+/* A file that will not load is named, with the option it was given as, so
+ * a person can tell which of several files to fix. */
+START_TEST(config_errors_name_the_option_and_the_file)
+{
+    char notpem[PATH_MAX];
+    ck_assert(pki_write(fx->pki.ca, NULL, notpem));
+    FILE *w = fopen(notpem, "w");
+    ck_assert_ptr_nonnull(w);
+    fputs("not a certificate\n", w);
+    fclose(w);
+    char text[2048];
+    struct tide_tls_factory *f;
+    struct tide_tls_options o = {.tcp = {.host = "localhost", .port = 443}};
+
+    o.ca_file = notpem;
+    ERR_clear_error();
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_ETLS_CONFIG);
+    queued_text(text, sizeof text);
+    ck_assert_msg(strstr(text, "ca_file") && strstr(text, notpem), "%s", text);
+
+    o.ca_file = NULL;
+    o.cert_file = "/nonexistent/tidepool/cert.pem";
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_ETLS_CONFIG);
+    queued_text(text, sizeof text);
+    ck_assert_msg(strstr(text, "cert_file") &&
+                      strstr(text, "/nonexistent/tidepool/cert.pem"),
+                  "%s", text);
+
+    o.cert_file = notpem;
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_ETLS_CONFIG);
+    queued_text(text, sizeof text);
+    ck_assert_msg(strstr(text, "cert_file") && strstr(text, notpem), "%s",
+                  text);
+    unlink(notpem);
+}
+END_TEST
+
+/* OpenSSL takes any string as a hashed directory and finds nothing in it at
+ * handshake time; a directory that is not there is refused at creation,
+ * named, instead of every handshake failing as untrusted. */
+START_TEST(missing_ca_dir_is_a_config_error)
+{
+    char text[2048];
+    struct tide_tls_factory *f = (void *)1;
+    struct tide_tls_options o = {
+        .tcp = {.host = "localhost", .port = 443},
+        .ca_dir = "/nonexistent/tidepool/certs",
+    };
+    ERR_clear_error();
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_ETLS_CONFIG);
+    ck_assert_ptr_null(f);
+    queued_text(text, sizeof text);
+    ck_assert_msg(strstr(text, "ca_dir") &&
+                      strstr(text, "/nonexistent/tidepool/certs"),
+                  "%s", text);
+
+    char file[PATH_MAX]; /* a file where a directory should be */
+    ck_assert(pki_write(fx->pki.ca, NULL, file));
+    o.ca_dir = file;
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), TIDE_ETLS_CONFIG);
+    ERR_clear_error();
+    unlink(file);
+
+    o.ca_dir = "/tmp"; /* a directory, even one with no CA in it */
+    ck_assert_int_eq(tide_tls_factory_new(fx->base, &o, &f), 0);
+    tide_tls_factory_free(f);
 }
 END_TEST
 
@@ -777,6 +889,7 @@ static Suite *suite(void)
     tcase_add_test(tc, common_name_is_not_read_beside_an_ip_san);
     tcase_add_test(tc, empty_verify_name_is_refused);
     tcase_add_test(tc, verify_name_overrides_the_host);
+    tcase_add_test(tc, trailing_dot_host_is_verified_without_the_dot);
     tcase_add_test(tc, expired_certificate_is_expired);
     tcase_add_test(tc, insecure_option_accepts_anything);
     suite_add_tcase(s, tc);
@@ -801,6 +914,8 @@ static Suite *suite(void)
     tcase_add_test(tc, ca_file_is_loaded);
     tcase_add_test(tc, system_store_does_not_trust_the_test_ca);
     tcase_add_test(tc, unloadable_context_is_a_config_error);
+    tcase_add_test(tc, config_errors_name_the_option_and_the_file);
+    tcase_add_test(tc, missing_ca_dir_is_a_config_error);
     tcase_add_test(tc, bad_tls_options_are_refused);
     tcase_add_test(tc, sni_longer_than_255_bytes_is_refused);
     tcase_add_test(tc, callers_context_is_used);
