@@ -213,6 +213,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "smtp_load: --starttls needs --cacert FILE\n");
         return usage();
     }
+    if (!starttls && (a.cacert || a.name)) {
+        /* a TLS run was meant: a plaintext one would be measured instead */
+        fprintf(stderr, "smtp_load: %s is for --starttls, which is not given\n",
+                a.cacert ? "--cacert" : "--name");
+        return usage();
+    }
     if (a.warmup < 0)
         a.warmup = per_message ? 0 : 2L * a.conc;
     signal(SIGPIPE, SIG_IGN);

@@ -37,6 +37,19 @@ START_TEST(bad_numbers_are_refused_by_name)
 }
 END_TEST
 
+/* --cacert or --name without --starttls: the user meant a TLS run, and a
+ * plaintext one would be measured in its place (its figures read as the
+ * TLS ones), so the run is refused. */
+START_TEST(tls_options_without_starttls_are_refused)
+{
+    struct tide_test_prog_run r =
+        RUN(10000, "--host", "127.0.0.1", "--cacert", "ca.pem");
+    EXPECT(r, 2, "--cacert", "--starttls");
+    r = RUN(10000, "--host", "127.0.0.1", "--name", "mail.example");
+    EXPECT(r, 2, "--name", "--starttls");
+}
+END_TEST
+
 START_TEST(good_run)
 {
     server_up(&(struct smtp_server_opts){0});
@@ -110,6 +123,7 @@ static Suite *make_suite(void)
     TCase *tc = tcase_create("cli");
     smtp_fixture_add(tc, 90);
     tcase_add_test(tc, bad_numbers_are_refused_by_name);
+    tcase_add_test(tc, tls_options_without_starttls_are_refused);
     tcase_add_test(tc, good_run);
     tcase_add_test(tc, missing_cacert_frees_everything);
     tcase_add_test(tc, greeting_421_is_named);
