@@ -220,6 +220,65 @@ START_TEST(sessions_stay_with_their_upstream)
 }
 END_TEST
 
+/* One cache, one context, one server: a factory that differs from the first
+ * in only its port, SNI, ALPN list, name to verify or verification at all
+ * is offered none of the first one's tickets (a ticket offered is taken
+ * out of the cache, so the first factory's count shows it), and resumes
+ * none. */
+START_TEST(sessions_stay_with_their_port_sni_alpn_and_verification)
+{
+    struct run r;
+    serve(&r, 0, 0);
+    r.s.alpn_offer = "\x08http/1.1\x02h2";
+    r.s.alpn_offer_len = 12;
+    struct test_server s2; /* the same server on another port */
+    SSL_CTX *sctx = server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL);
+    ck_assert(server_start(&s2, fx->base, AF_INET, 0, sctx));
+    struct tide_tls_sessions *cache;
+    ck_assert_int_eq(tide_tls_sessions_new(0, &cache), 0);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), fx->pki.ca);
+    const struct tide_tls_options base = {
+        .tcp = {.host = "localhost", .port = r.s.port},
+        .ctx = ctx,
+        .sessions = cache,
+        .alpn = (const char *[]){"http/1.1", NULL},
+    };
+    pool_over(&r, &base);
+    struct bufferevent *a = fresh(&r);
+    int64_t held = stats(&r).sessions_cached;
+    ck_assert_int_ge(held, 1);
+
+    struct tide_tls_options v[5];
+    for (size_t i = 0; i < 5; i++)
+        v[i] = base;
+    v[0].tcp.port = s2.port;
+    v[1].sni = "sni.example";
+    v[2].alpn = (const char *[]){"h2", NULL};
+    v[3].verify_name = "127.0.0.1";
+    v[4].insecure_skip_verify = true;
+    const char *what[] = {"port", "SNI", "ALPN", "verify_name",
+                          "no verification"};
+    for (size_t i = 0; i < 5; i++) {
+        struct run other = {0};
+        pool_over(&other, &v[i]);
+        struct bufferevent *b = fresh(&other);
+        ck_assert_msg(!tide_tls_resumed(b), "another %s resumed", what[i]);
+        ck_assert_msg(stats(&r).sessions_cached == held,
+                      "another %s was offered a ticket", what[i]);
+        release(&other, b);
+        finish(&other);
+    }
+
+    release(&r, a);
+    finish(&r);
+    SSL_CTX_free(ctx);
+    tide_tls_sessions_free(cache);
+    server_stop(&s2);
+    server_stop(&r.s);
+}
+END_TEST
+
 /* The key keeps each setting apart even when a name holds the characters
  * that could join two settings into one: a session made for SNI
  * "a|localhost" verified as "localhost" is not one for SNI "a" verified as
@@ -341,6 +400,7 @@ static Suite *suite(void)
     tcase_add_test(tc, closed_connection_leaves_its_session_resumable);
     tcase_add_test(tc, resumption_can_be_turned_off);
     tcase_add_test(tc, sessions_stay_with_their_upstream);
+    tcase_add_test(tc, sessions_stay_with_their_port_sni_alpn_and_verification);
     tcase_add_test(tc, names_holding_a_separator_do_not_share_sessions);
     tcase_add_test(tc, ticket_while_idle_keeps_the_connection);
     tcase_add_test(tc, key_update_while_idle_keeps_the_connection);
