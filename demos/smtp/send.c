@@ -118,11 +118,24 @@ static void answer(struct tide__smtp_msg *m, int status, int reply,
 
 static int refusal(int reply)
 {
-    return reply >= 500 ? TIDE_SMTP_EPERMANENT : TIDE_SMTP_ETEMPORARY;
+    if (reply >= 500)
+        return TIDE_SMTP_EPERMANENT;
+    /* a 2xx or 3xx where another was asked for is no refusal: the server
+     * is out of step with the sender */
+    return reply >= 400 ? TIDE_SMTP_ETEMPORARY : TIDE_SMTP_EPROTOCOL;
 }
 
 static void on_acquired(struct tide_evpool *pool, int status, void *resource,
                         const struct tide_why *why, void *arg);
+
+/* The server answered other than asked: a refusal (the session goes back
+ * for its RSET), or a reply of the wrong kind (out of step: dropped). */
+static void refused(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
+{
+    int status = refusal(r->code);
+    give_back(m, status != TIDE_SMTP_EPROTOCOL);
+    answer(m, status, r->code, r->text);
+}
 
 /* While the message goes out, the clock runs on the writing (no progress
  * within reply_timeout is a stall) and not on a reply no one expects yet:
@@ -229,8 +242,7 @@ static void on_reply(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
         break;
     case MAIL:
         if (r->code / 100 != 2) {
-            give_back(m, true);
-            answer(m, refusal(r->code), r->code, r->text);
+            refused(m, r);
             return;
         }
         send_rcpt(m);
@@ -249,8 +261,7 @@ static void on_reply(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
     }
     case DATA:
         if (r->code != 354) {
-            give_back(m, true);
-            answer(m, refusal(r->code), r->code, r->text);
+            refused(m, r);
             return;
         }
         m->step = SENDING;
@@ -262,15 +273,15 @@ static void on_reply(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
         /* an answer before the "." left (a size limit, say): nothing was
          * delivered, and the session is out of step with the server */
         give_back(m, false);
-        answer(m, r->code >= 400 ? refusal(r->code) : TIDE_SMTP_EPROTOCOL,
-               r->code, r->text);
+        answer(m, refusal(r->code), r->code, r->text);
         return;
     case BODY:
-        give_back(m, true);
-        if (r->code / 100 == 2)
+        if (r->code / 100 == 2) {
+            give_back(m, true);
             answer(m, 0, r->code, r->text);
-        else
-            answer(m, refusal(r->code), r->code, r->text);
+        } else {
+            refused(m, r);
+        }
         return;
     }
 }

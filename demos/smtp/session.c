@@ -91,7 +91,11 @@ static void finish(struct tide__smtp_open *o, int code, const char *fmt, ...)
 /* 4xx: come back later; 5xx: do not. */
 static int refusal(int reply)
 {
-    return reply >= 500 ? TIDE_SMTP_EPERMANENT : TIDE_SMTP_ETEMPORARY;
+    if (reply >= 500)
+        return TIDE_SMTP_EPERMANENT;
+    /* a 2xx or 3xx where another was asked for is no refusal: the server
+     * is out of step with the sender */
+    return reply >= 400 ? TIDE_SMTP_ETEMPORARY : TIDE_SMTP_EPROTOCOL;
 }
 
 static bool base64(const char *in, size_t n, char *out, size_t room)

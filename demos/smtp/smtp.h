@@ -84,7 +84,9 @@ enum tide_smtp_error {
     /* the server answered 5xx: do not try again; its reply is the
      * message */
     TIDE_SMTP_EPERMANENT = -101,
-    /* the server's bytes are not SMTP replies: the session was dropped */
+    /* the server's bytes are not SMTP replies, or a reply is of the wrong
+     * kind (neither the one asked for nor a refusal: a 250 to DATA): the
+     * session was dropped */
     TIDE_SMTP_EPROTOCOL = -102,
     /* no verdict within the message's timeout (waiting for a session
      * included) */

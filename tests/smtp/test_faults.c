@@ -267,6 +267,45 @@ START_TEST(server_without_ehlo_cannot_give_starttls)
 }
 END_TEST
 
+/* A reply of the wrong kind, neither the one asked for nor a refusal (250
+ * to DATA instead of 354, 220 to EHLO): the server is out of step, which
+ * is not "refused for now, try later" (TIDE_SMTP_ETEMPORARY) but a
+ * protocol error, with the reply that came. */
+START_TEST(wrong_kind_of_reply_to_data_is_a_protocol_error)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_DATA, .reply = "250 2.0.0 OK\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "w", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.reply, 250);
+    ck_assert_int_eq(fake.seen[FAKE_DOT], 0);
+    run_ms(50);
+    ck_assert_int_eq(fake.seen[FAKE_RSET], 0); /* dropped, not reset */
+    ck_assert_int_eq(fake.closed, 1);
+    end(s);
+}
+END_TEST
+
+START_TEST(wrong_kind_of_reply_to_ehlo_is_a_protocol_error)
+{
+    static const struct fake_rule rules[] = {
+        {.cmd = FAKE_EHLO, .reply = "220 fake.test ESMTP\r\n"},
+    };
+    fake_up(rules, 1);
+    struct tide_smtp_options o = fake_options(1);
+    struct tide_smtp_sender *s = sender_new(&o);
+    struct sent a = send_wait(s, "w", one, 1, "hello\r\n", 5000);
+    ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
+    ck_assert_msg(strstr(a.text, "EHLO: 220"), "%s", a.text);
+    ck_assert_int_eq(fake.seen[FAKE_MAIL], 0);
+    end(s);
+}
+END_TEST
+
 /* The connection reset after RCPT: nothing was delivered, the message goes
  * again on a new session and arrives once. */
 START_TEST(reset_after_rcpt_is_sent_again_once)
@@ -576,6 +615,8 @@ static Suite *suite(void)
     tcase_add_test(tc, bytes_after_the_starttls_go_ahead_fail_the_opening);
     tcase_add_test(tc, server_without_ehlo_gets_helo);
     tcase_add_test(tc, server_without_ehlo_cannot_give_starttls);
+    tcase_add_test(tc, wrong_kind_of_reply_to_data_is_a_protocol_error);
+    tcase_add_test(tc, wrong_kind_of_reply_to_ehlo_is_a_protocol_error);
     tcase_add_test(tc, reset_after_rcpt_is_sent_again_once);
     tcase_add_test(tc, stale_sessions_one_after_another_cost_no_message);
     tcase_add_test(tc, fresh_sessions_breaking_are_tried_twice_only);
