@@ -121,7 +121,7 @@ static void answer(struct tide__redis_batch *b, int status,
 static void fail(struct tide__redis_batch *b, int code, const char *message)
 {
     struct tide_redis_client *c = b->client;
-    char text[256];
+    char text[320];
     /* the message may live in what is freed now (the reader's errstr) */
     snprintf(text, sizeof text, "%s",
              message ? message : tide_redis_strerror(code));
@@ -202,6 +202,11 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     struct tide__redis_batch *b = arg;
     struct tide_redis_client *c = b->client;
     b->timed = false;
+    /* still waiting for a connection: the pool's own timeout, given the
+     * same span when the command was queued, answers now, and says why
+     * the wait was in vain (the last connect's failure) */
+    if (b->acquire)
+        return;
     tide__redis_enter(c);
     fail(b, TIDE_REDIS_ETIMEDOUT, NULL);
     tide__redis_leave(c);
@@ -230,10 +235,23 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
     struct tide_redis_client *c = b->client;
     b->acquire = NULL;
     tide__redis_enter(c);
-    if (status != 0)
-        fail(b, status == TIDE_ETIMEDOUT ? TIDE_REDIS_ETIMEDOUT : status,
-             status == TIDE_ETIMEDOUT ? NULL : why->message);
-    else if (start(b, resource) != 0)
+    if (status == TIDE_ETIMEDOUT) {
+        /* a person can act on the reason (refused, WRONGPASS, maxclients)
+         * more than on the timeout it ended in */
+        char text[320];
+        snprintf(text, sizeof text, "%s%s%s",
+                 "no connection within the command's timeout",
+                 why->make_error ? "; the last connect failed: " : "",
+                 why->make_error ? why->message : "");
+        fail(b, TIDE_REDIS_ETIMEDOUT, text);
+    } else if (status != 0) {
+        fail(b, status, why->message);
+    } else if (c->timeout != TIDE_FOREVER && !b->timed) {
+        /* lent in the pass of the loop in which the command's timer ran
+         * out (and left the wait to the pool): nothing was sent on it */
+        (void)tide_evpool_release(c->pool, resource);
+        fail(b, TIDE_REDIS_ETIMEDOUT, NULL);
+    } else if (start(b, resource) != 0)
         fail(b, TIDE_ENOMEM, NULL);
     tide__redis_leave(c);
 }
@@ -298,8 +316,9 @@ int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
         batch_free(b);
         return rc;
     } else {
-        /* the pool's own timeout answers first only when the command has
-         * none: the client's timer covers the wait and the reply alike */
+        /* the pool's timeout is the command's (the pool's own preset
+         * when the command has none): it ends the wait, and the client's
+         * timer the reply */
         int64_t wait = c->timeout == TIDE_FOREVER ? 0 : c->timeout;
         rc = tide_evpool_acquire(c->pool, wait, on_acquired, b, &b->acquire);
         if (rc != 0) {

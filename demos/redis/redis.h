@@ -69,7 +69,9 @@ enum tide_redis_error {
      * for: the connection was discarded */
     TIDE_REDIS_EPROTOCOL = -91,
     /* no whole reply within the command's timeout (waiting for a
-     * connection included): the connection, if any, was discarded */
+     * connection included: then the message says so, and gives the last
+     * connect's failure when the last one failed, "Connection refused",
+     * "WRONGPASS ..."): the connection, if any, was discarded */
     TIDE_REDIS_ETIMEDOUT = -92,
     /* the client is being freed */
     TIDE_REDIS_ECLOSED = -93,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "loop.h"
 
 static struct tide_redis_stats stats(struct tide_redis_client *c)
 {
@@ -300,6 +301,44 @@ START_TEST(half_read_pipeline_never_reaches_next)
 }
 END_TEST
 
+/* Commands that time out waiting for a connection to a server that
+ * refuses them (the backoff holds the reconnects back) say why: the last
+ * connect's failure, not only the timeout. */
+START_TEST(timeout_waiting_says_why)
+{
+    struct tide_redis_options o = tcp_options(1);
+    o.tcp.port = tide_test_free_port(); /* nothing listens there */
+    ck_assert_int_gt(o.tcp.port, 0);
+    o.timeout = TIDE_MS(300);
+    struct tide_redis_client *c = client_new(&o);
+    struct answer got[8] = {{0}};
+    const char *ping[] = {"PING"};
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(tide_redis_command(c, 1, ping, NULL, record, &got[i]),
+                         0);
+    ck_assert(run_until(answered, &got[7], 3000));
+    int timed_out = 0;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(got[i].calls, 1);
+        ck_assert_msg(got[i].status == TIDE_EREFUSED ||
+                          got[i].status == TIDE_REDIS_ETIMEDOUT,
+                      "status %d: %s", got[i].status, got[i].message);
+        ck_assert_msg(strstr(got[i].message, "Connection refused"),
+                      "command %d (%s): %s", i,
+                      tide_redis_strerror(got[i].status), got[i].message);
+        if (got[i].status == TIDE_REDIS_ETIMEDOUT) {
+            timed_out++;
+            ck_assert_msg(strstr(got[i].message, "no connection within"),
+                          "message: %s", got[i].message);
+        }
+        answer_clear(&got[i]);
+    }
+    ck_assert_int_gt(timed_out, 0); /* the backoff held some back */
+    ck_assert_uint_eq(stats(c).timeouts, (uint64_t)timed_out);
+    client_end(c);
+}
+END_TEST
+
 /* Callbacks that free the client, or send more, from inside. */
 struct reentry {
     struct tide_redis_client *c;
@@ -402,6 +441,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, error_reply_keeps_connection);
     tcase_add_test(tc, timeout_discards_connection);
     tcase_add_test(tc, half_read_pipeline_never_reaches_next);
+    tcase_add_test(tc, timeout_waiting_says_why);
     tcase_add_test(tc, callbacks_send_and_free);
     tcase_add_test(tc, bad_arguments_refused);
     suite_add_tcase(s, tc);
