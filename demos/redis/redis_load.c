@@ -18,7 +18,8 @@
  * fills during it), and never longer than S seconds (preset 60) in all.
  * --reconnect retires each connection after one request: the cost of a
  * new connection per request, for comparison. Exit 0 when every measured
- * request got a reply that was not an error, 1 otherwise, 2 for bad usage. */
+ * request got a reply that was not an error, 1 otherwise, 2 for bad usage;
+ * --help says what each option does, on stdout, and exits 0. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <strings.h>
 
 #include <hiredis/hiredis.h>
+#include <openssl/err.h>
 
 #include "load.h"
 #include "redis.h"
@@ -96,17 +98,76 @@ static const struct tide_demo_load_ops load_ops = {
     .pool = pool,
 };
 
+static void usage_to(FILE *f)
+{
+    fprintf(f, "usage: redis_load [--host H] [--port P] [--unix PATH] [--tls "
+               "--cacert FILE [--name NAME]]\n"
+               "                  [--user U] [--password-file FILE] [--db N] "
+               "(password also from REDIS_PASSWORD)\n"
+               "                  [-c CONC] [-n COUNT] [-t get|set|ping] [-d "
+               "BYTES] [--warmup N]\n"
+               "                  [--seconds S] [--reconnect] [--csv]\n");
+}
+
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: redis_load [--host H] [--port P] [--unix PATH] [--tls "
-            "--cacert FILE [--name NAME]]\n"
-            "                  [--user U] [--password-file FILE] [--db N] "
-            "(password also from REDIS_PASSWORD)\n"
-            "                  [-c CONC] [-n COUNT] [-t get|set|ping] [-d "
-            "BYTES] [--warmup N]\n"
-            "                  [--seconds S] [--reconnect] [--csv]\n");
+    usage_to(stderr);
     return 2;
+}
+
+/* --help: what each option does, for a person who asked (stdout, exit 0). */
+static int help(void)
+{
+    usage_to(stdout);
+    printf(
+        "\n"
+        "Sends COUNT requests through the pooled client, CONC at a time, and\n"
+        "prints one line: requests/s, p50 and p99 latency, connections "
+        "opened.\n"
+        "  --host H, --port P   the server (preset 127.0.0.1 6379)\n"
+        "  --unix PATH          its Unix socket instead\n"
+        "  --tls --cacert FILE  TLS, trusting the CA certificates in FILE "
+        "(PEM);\n"
+        "  --name NAME          the name the certificate must carry (preset: "
+        "the host)\n"
+        "  --user U             AUTH as ACL user U (needs a password)\n"
+        "  --password-file FILE AUTH with the first line of FILE (else "
+        "REDIS_PASSWORD)\n"
+        "  --db N               SELECT N on each new connection\n"
+        "  -c CONC              requests in flight and pool size (preset "
+        "10)\n"
+        "  -n COUNT             measured requests (preset 20000)\n"
+        "  -t get|set|ping      the command (preset get)\n"
+        "  -d BYTES             the value's size for set (preset 3)\n"
+        "  --warmup N           requests before measuring (preset 10 x "
+        "CONC)\n"
+        "  --seconds S          the whole run at most S seconds (preset 60)\n"
+        "  --reconnect          a new connection for every request\n"
+        "  --csv                the figures as one CSV line\n"
+        "Exit 0 when every measured request got a reply that was not an "
+        "error,\n"
+        "1 otherwise, 2 for bad usage.\n");
+    return 0;
+}
+
+/* Why a TLS context would not build: a CA file that cannot be read is
+ * said with the system's words; otherwise OpenSSL's first reason (a file
+ * that is no PEM). */
+static void say_tls_config(const char *cacert)
+{
+    FILE *f = fopen(cacert, "r");
+    if (!f) {
+        fprintf(stderr, "redis_load: --cacert %s: %s\n", cacert,
+                strerror(errno));
+        ERR_clear_error();
+        return;
+    }
+    fclose(f);
+    unsigned long e = ERR_get_error();
+    const char *reason = e ? ERR_reason_error_string(e) : NULL;
+    fprintf(stderr, "redis_load: --cacert %s: %s\n", cacert,
+            reason ? reason : "no CA certificate could be read from it");
+    ERR_clear_error();
 }
 
 /* The first line of path (its line end dropped) into buf; false, said on
@@ -173,6 +234,8 @@ static int run_load(const struct tide_demo_load_args *a, const char *path,
     if (rc != 0) {
         fprintf(stderr, "redis_load: %s (%s)\n", tide_redis_strerror(rc),
                 err_name(rc));
+        if (rc == TIDE_ETLS_CONFIG && a->cacert)
+            say_tls_config(a->cacert);
         goto out;
     }
     if (tide_demo_load_run(&run, &load_ops, &l, a->conc, a->seconds) != 0) {
@@ -217,6 +280,9 @@ int main(int argc, char **argv)
     const char *path = NULL, *op = "get", *user = NULL, *password_file = NULL;
     bool tls = false, reconnect = false;
     int db = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0)
+            return help();
     const struct tide_demo_opt own[] = {
         {.name = "--unix", .s = &path},
         {.name = "--tls", .flag = &tls},

@@ -76,6 +76,39 @@ START_TEST(missing_cacert_frees_everything)
 }
 END_TEST
 
+/* A CA file that is not there is named, with the system's reason. */
+START_TEST(missing_cacert_named)
+{
+    char port[16];
+    port_str(port, sizeof port, rx->server.tls_port);
+    struct tide_test_prog_run r =
+        RUN(10000, "--port", port, "--tls", "--cacert", "/nonexistent/ca.pem");
+    EXPECT(r, 1, "--cacert /nonexistent/ca.pem: No such file or directory");
+    /* a file that holds no certificate is named too */
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s/not-a-ca.pem", rx->server.child.dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("this is no certificate\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    r = RUN(10000, "--port", port, "--tls", "--cacert", file);
+    EXPECT(r, 1, "TIDE_ETLS_CONFIG", "--cacert ", "not-a-ca.pem: ");
+}
+END_TEST
+
+/* --help is asked for, not a mistake: the options on stdout, exit 0. */
+START_TEST(help_says_options_exit_0)
+{
+    struct tide_test_prog_run r = RUN(10000, "--help");
+    EXPECT(r, 0, "");
+    ck_assert_msg(strstr(r.out, "usage: redis_load") &&
+                      strstr(r.out, "--password-file FILE") &&
+                      strstr(r.out, "--reconnect"),
+                  "stdout: %s", r.out);
+    ck_assert_msg(!strstr(r.err, "unknown option"), "stderr: %s", r.err);
+}
+END_TEST
+
 START_TEST(unix_socket_missing_says_why)
 {
     struct tide_test_prog_run r =
@@ -195,6 +228,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, bad_numbers_are_refused_by_name);
     tcase_add_test(tc, good_numbers_run);
     tcase_add_test(tc, missing_cacert_frees_everything);
+    tcase_add_test(tc, missing_cacert_named);
+    tcase_add_test(tc, help_says_options_exit_0);
     tcase_add_test(tc, unix_socket_missing_says_why);
     tcase_add_test(tc, tls_to_plain_port_says_why);
     tcase_add_test(tc, queue_full_said_once_and_stops);
