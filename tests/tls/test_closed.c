@@ -5,7 +5,8 @@
  * breaker must not hear of a failure: a healthy backend that closes after
  * each answer would otherwise open it. The connection is still never lent
  * again. Bytes left unread are another matter: that release stays dirty,
- * closed or not.
+ * closed or not. And a connection the server ends while it sits idle is
+ * dropped with no blame either.
  *
  * Each test runs over TCP (_i 0), TLS 1.3 (_i 1) and TLS 1.2 (_i 2). */
 #include <string.h>
@@ -204,6 +205,46 @@ START_TEST(unread_bytes_before_the_close_stay_dirty)
 }
 END_TEST
 
+/* the pool itself dropped it, not only the factory that noticed */
+static bool one_lost(void *arg)
+{
+    struct tide_evpool_stats ps = pool_stats(arg);
+    return ps.lost >= 1 && ps.idle == 0 && ps.live == 0;
+}
+
+/* After a served loan the connection sits idle and the server ends it (a
+ * close, a reset, or bytes nobody asked for: "HTTP/1.0 408" before an idle
+ * timeout's close): the watch drops it at once, and the backend is not
+ * blamed for it. _i: the transport; the fault comes in turn. */
+START_TEST(idle_close_reset_or_bytes_are_no_failure)
+{
+    for (int fault = 0; fault < 3; fault++) {
+        struct run r;
+        start(&r, _i);
+        struct bufferevent *bev = borrow(&r);
+        ck_assert_str_eq(echo(bev, "ping", 2000), "ping");
+        ck_assert(run_until(server_idle, &r.s, 2000));
+        ck_assert_int_eq(tide_evpool_release(r.pool, bev), 0);
+        run_ms(20);
+        if (fault == 0)
+            server_close_all(&r.s);
+        else if (fault == 1)
+            server_reset_all(&r.s);
+        else
+            server_send_all(&r.s, "HTTP/1.0 408 Request Time-out\r\n\r\n");
+        ck_assert_msg(run_until(one_lost, &r, 2000), "%s fault %d: not lost",
+                      names[_i], fault);
+        ck_assert_uint_eq(net_stats(&r).lost_data, fault == 2 ? 1 : 0);
+        struct tide_evpool_stats ps = pool_stats(&r);
+        ck_assert_msg(ps.breaker == TIDE_BREAKER_ACTIVE &&
+                          ps.make_failures == 0 && ps.dirty == 0,
+                      "%s fault %d: the backend was blamed", names[_i], fault);
+        check_served(&r, _i);
+        stop(&r);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("closed");
@@ -213,6 +254,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, reset_after_a_whole_exchange_is_no_failure, 0, 3);
     tcase_add_loop_test(tc, close_waiting_in_the_socket_is_no_failure, 0, 3);
     tcase_add_loop_test(tc, unread_bytes_before_the_close_stay_dirty, 0, 3);
+    tcase_add_loop_test(tc, idle_close_reset_or_bytes_are_no_failure, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }
