@@ -79,6 +79,36 @@ START_TEST(dots_and_bare_line_ends_arrive_intact)
 }
 END_TEST
 
+/* A message past aiosmtpd's size limit (32 MiB): the caller gets the 552
+ * with its text, and the next message goes as usual. */
+START_TEST(message_past_the_servers_limit_gets_its_552)
+{
+    server_up(&(struct smtp_server_opts){0});
+    struct tide_smtp_options o = plain_options(1);
+    o.reply_timeout = TIDE_SEC(30);
+    struct tide_smtp_sender *s = sender_new(&o);
+    const char *one[] = {"a@test.example"};
+    size_t big = (33u << 20) + 1000;
+    char *body = malloc(big + 1);
+    ck_assert_ptr_nonnull(body);
+    for (size_t i = 0; i < big; i++)
+        body[i] = i % 100 == 99 ? '\n' : 'z';
+    body[big] = '\0';
+    struct sent a = send_wait(s, "huge", one, 1, body, 40000);
+    free(body);
+    ck_assert_msg(a.status == TIDE_SMTP_EPERMANENT, "%d %s", a.status, a.text);
+    ck_assert_int_eq(a.reply, 552);
+    ck_assert_msg(strstr(a.text, "Too much mail data"), "%s", a.text);
+    a = send_wait(s, "small", one, 1, "after the huge one\r\n", 5000);
+    ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
+    struct smtp_record r = record_now();
+    ck_assert_int_eq(r.n, 1);
+    ck_assert_str_eq(r.msgs[0].id, "small");
+    smtp_record_free(&r);
+    sender_end(s);
+}
+END_TEST
+
 START_TEST(idle_timeout_between_messages_costs_no_error)
 {
     server_up(&(struct smtp_server_opts){.timeout_ms = 300});
@@ -283,6 +313,7 @@ static Suite *suite(void)
     tcase_add_test(tc, one_recipient_refused_while_the_others_get_it);
     tcase_add_test(tc, every_recipient_refused_leaves_the_session_clean);
     tcase_add_test(tc, dots_and_bare_line_ends_arrive_intact);
+    tcase_add_test(tc, message_past_the_servers_limit_gets_its_552);
     tcase_add_test(tc, idle_timeout_between_messages_costs_no_error);
     tcase_add_test(tc, session_closed_at_mail_from_is_sent_again_once);
     tcase_add_test(tc, session_421_at_mail_from_is_sent_again_once);
