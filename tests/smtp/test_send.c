@@ -1,7 +1,8 @@
 /* demos/smtp/send.c against a real aiosmtpd: one recipient refused with
  * 550 while the others get the message; lines starting with "." and bare
  * LF arrive intact; a message every recipient refuses leaves the session
- * clean for the next; the server's idle timeout closing sessions between
+ * clean for the next; one past the server's size limit gets its 552; the
+ * server's idle timeout closing sessions between
  * messages costs no sender an error, nor does a session that dies at MAIL
  * FROM (closed, or after a 421); a restart mid-batch delivers every
  * message at most once and reports each success truthfully; the
