@@ -1,12 +1,11 @@
 /* smtp_load as a user runs it, against the fixture's aiosmtpd: every
  * number it reads is read whole and a bad one is refused by name (exit 2),
- * as are --cacert and --name without --starttls;
- * a run that fails says why, with the sender's own code named (a 421
- * greeting, a server that never greets); an early exit (a certificate file
- * that is not there) frees what it made. The program is built from
- * demos/smtp/smtp_load.c beside this test (its path is argv[1]), with the
- * same sanitizers: under AddressSanitizer a leak on any of these paths
- * makes its exit nonzero. */
+ * as are --cacert and --name without --starttls; a run that fails says
+ * why, with the sender's own code named (a 421 greeting, a server that
+ * never greets); an early exit (a certificate file that is not there)
+ * frees what it made. The program is built from demos/smtp/smtp_load.c
+ * beside this test (its path is argv[1]), with the same sanitizers: under
+ * AddressSanitizer a leak on any of these paths makes its exit nonzero. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>

@@ -2,12 +2,11 @@
  * 550 while the others get the message; lines starting with "." and bare
  * LF arrive intact; a message every recipient refuses leaves the session
  * clean for the next; one past the server's size limit gets its 552; the
- * server's idle timeout closing sessions between
- * messages costs no sender an error, nor does a session that dies at MAIL
- * FROM (closed, or after a 421); a restart mid-batch delivers every
- * message at most once and reports each success truthfully; the
- * per-session message limit; many messages at a concurrency of 8 on a
- * handful of sessions. */
+ * server's idle timeout closing sessions between messages costs no sender
+ * an error, nor does a session that dies at MAIL FROM (closed, or after a
+ * 421); a restart mid-batch delivers every message at most once and
+ * reports each success truthfully; the per-session message limit; many
+ * messages at a concurrency of 8 on a handful of sessions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
