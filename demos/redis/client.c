@@ -138,6 +138,21 @@ const char *tide_redis_strerror(int code)
     return tide_strerror(code);
 }
 
+const char *tide_redis_err_name(int code)
+{
+    switch (code) {
+    case TIDE_REDIS_EREPLY:
+        return "TIDE_REDIS_EREPLY";
+    case TIDE_REDIS_EPROTOCOL:
+        return "TIDE_REDIS_EPROTOCOL";
+    case TIDE_REDIS_ETIMEDOUT:
+        return "TIDE_REDIS_ETIMEDOUT";
+    case TIDE_REDIS_ECLOSED:
+        return "TIDE_REDIS_ECLOSED";
+    }
+    return tide_err_name(code);
+}
+
 /* ---- lifecycle ------------------------------------------------------------
  */
 

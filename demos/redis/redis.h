@@ -80,6 +80,10 @@ enum tide_redis_error {
 /* A sentence for a person, for the codes above and every tidepool code;
  * never NULL, static storage. */
 const char *tide_redis_strerror(int code);
+/* The code's name ("TIDE_REDIS_ETIMEDOUT", "TIDE_EREFUSED"), for the codes
+ * above and every tidepool code (tide_err_name knows only tidepool's);
+ * never NULL, static storage. */
+const char *tide_redis_err_name(int code);
 
 /* How the client connects and behaves. Zero fields take the preset; spans
  * are ns. Strings are copied at creation; what is marked borrowed must

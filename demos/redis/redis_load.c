@@ -74,26 +74,10 @@ static struct tide_evpool *pool(void *arg)
     return tide_redis_client_pool(l->client);
 }
 
-/* The client's codes by name, tidepool's through tide_err_name. */
-static const char *err_name(int code)
-{
-    switch (code) {
-    case TIDE_REDIS_EREPLY:
-        return "TIDE_REDIS_EREPLY";
-    case TIDE_REDIS_EPROTOCOL:
-        return "TIDE_REDIS_EPROTOCOL";
-    case TIDE_REDIS_ETIMEDOUT:
-        return "TIDE_REDIS_ETIMEDOUT";
-    case TIDE_REDIS_ECLOSED:
-        return "TIDE_REDIS_ECLOSED";
-    }
-    return tide_err_name(code);
-}
-
 static const struct tide_demo_load_ops load_ops = {
     .send = send_one,
     .strerror = tide_redis_strerror,
-    .err_name = err_name,
+    .err_name = tide_redis_err_name,
     .made = made,
     .pool = pool,
 };
@@ -233,7 +217,7 @@ static int run_load(const struct tide_demo_load_args *a, const char *path,
     int rc = tide_redis_client_new(run.base, &o, &l.client);
     if (rc != 0) {
         fprintf(stderr, "redis_load: %s (%s)\n", tide_redis_strerror(rc),
-                err_name(rc));
+                tide_redis_err_name(rc));
         if (rc == TIDE_ETLS_CONFIG && a->cacert)
             say_tls_config(a->cacert);
         goto out;

@@ -104,6 +104,27 @@ START_TEST(unix_socket)
 }
 END_TEST
 
+/* ---- codes ---- */
+
+/* Every code a command can be answered with has a name and a sentence of
+ * its own: tide_err_name alone knows only tidepool's. */
+START_TEST(codes_have_names_and_sentences)
+{
+    const int own[] = {TIDE_REDIS_EREPLY, TIDE_REDIS_EPROTOCOL,
+                       TIDE_REDIS_ETIMEDOUT, TIDE_REDIS_ECLOSED};
+    const char *names[] = {"TIDE_REDIS_EREPLY", "TIDE_REDIS_EPROTOCOL",
+                           "TIDE_REDIS_ETIMEDOUT", "TIDE_REDIS_ECLOSED"};
+    const char *unknown = tide_redis_strerror(-12345);
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_str_eq(tide_redis_err_name(own[i]), names[i]);
+        ck_assert_str_ne(tide_redis_strerror(own[i]), unknown);
+    }
+    ck_assert_str_eq(tide_redis_err_name(TIDE_EREFUSED), "TIDE_EREFUSED");
+    ck_assert_str_eq(tide_redis_err_name(TIDE_ESETUP), "TIDE_ESETUP");
+    ck_assert_str_eq(tide_redis_err_name(-12345), tide_err_name(-12345));
+}
+END_TEST
+
 /* ---- what the server does ---- */
 
 START_TEST(client_kill_drops_idle_connections)
@@ -310,6 +331,7 @@ static Suite *make_suite(void)
     tcase_add_test(tls, tls_wrong_name_refused);
     tcase_add_test(tls, tls_second_connection_resumed);
     tcase_add_test(tls, unix_socket);
+    tcase_add_test(tls, codes_have_names_and_sentences);
     suite_add_tcase(s, tls);
     TCase *server = tcase_create("server");
     redis_fixture_add(server, 60);
