@@ -667,6 +667,27 @@ static int open_pool(struct web_engine *e)
  * integer's range does not convert: in wasm it would trap). NaN fails
  * every compare. A bound between two parameters is blamed on the one the
  * other bounds (min, at most size and idle). */
+/* What the engine reads as whole numbers (spans in seconds too, cut to the
+ * second), so that 12.5 is refused rather than run as 12. */
+static bool read_whole(int i)
+{
+    switch (i) {
+    case WEB_P_SEED:
+    case WEB_P_SECONDS:
+    case WEB_P_SIZE:
+    case WEB_P_IDLE:
+    case WEB_P_MIN:
+    case WEB_P_QUEUE_MAX:
+    case WEB_P_BREAKER:
+    case WEB_P_STRIKES:
+    case WEB_P_PROBES:
+    case WEB_P_BACKOFF:
+    case WEB_P_SHEDDER:
+        return true;
+    }
+    return false;
+}
+
 int web_params_check(const double *p)
 {
     for (int i = 0; i < WEB_PARAMS; i++) {
@@ -675,7 +696,17 @@ int web_params_check(const double *p)
         bool seconds = len > 2 && !strcmp(name + len - 2, "_s");
         if (!(p[i] >= 0 && p[i] <= (seconds ? 1e6 : 1e9)))
             return i;
+        /* within 1e9, the conversion is defined and exact for a whole one */
+        if ((seconds || read_whole(i)) && p[i] != (double)(int64_t)p[i])
+            return i;
     }
+    /* the switches: 0 none, 1 adaptive, 2 strikes; 0 off, 1 on */
+    if (p[WEB_P_BREAKER] > 2)
+        return WEB_P_BREAKER;
+    if (p[WEB_P_BACKOFF] > 1)
+        return WEB_P_BACKOFF;
+    if (p[WEB_P_SHEDDER] > 1)
+        return WEB_P_SHEDDER;
     if (!(p[WEB_P_SIZE] >= 1 && p[WEB_P_SIZE] <= MAX_SIZE))
         return WEB_P_SIZE;
     if (!(p[WEB_P_QUEUE_MAX] >= 1 && p[WEB_P_QUEUE_MAX] <= MAX_QUEUE))

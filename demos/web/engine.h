@@ -99,8 +99,10 @@ const char *web_param_name(int i);
 /* The index of a named parameter, or -1. */
 int web_param_find(const char *name);
 /* The first parameter of params[WEB_PARAMS] outside the bounds the engine
- * holds a run to (engine.c), or -1 when every one is within them, so that
- * a refusal can name the value at fault rather than say "invalid". */
+ * holds a run to (engine.c: a range each, whole numbers for counts, the
+ * seed and spans in seconds, 0 to 2 for breaker and 0 or 1 for backoff and
+ * shedder), or -1 when every one is within them, so that a refusal can
+ * name the value at fault rather than say "invalid". */
 int web_params_check(const double *params);
 
 /* A run with these parameters (copied), at virtual time 0. 0, or a

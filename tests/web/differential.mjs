@@ -51,7 +51,8 @@ for (const s of SCENARIOS) {
   console.log(`FAIL: ${name}: line ${i + 1} differs\n  native: ${a[i]}\n  wasm:   ${b[i]}`);
 }
 // A refused run names the value at fault, natively and in wasm alike.
-for (const [name, value] of [['size', 0], ['seconds', 0.5], ['min', 20]]) {
+for (const [name, value] of [['size', 0], ['size', 12.5], ['seconds', 0.5],
+  ['min', 20], ['breaker', 3]]) {
   let native = '';
   try {
     execFileSync(vsim, [`${name}=${value}`], { encoding: 'utf8', stdio: 'pipe' });

@@ -100,6 +100,38 @@ START_TEST(new_refuses_parameters_out_of_range)
 }
 END_TEST
 
+START_TEST(check_names_the_parameter_at_fault)
+{
+    double p[WEB_PARAMS];
+    web_params_preset(p);
+    ck_assert_int_eq(web_params_check(p), -1);
+    const struct {
+        int k;
+        double v;
+    } bad[] = {{WEB_P_SIZE, 0},         {WEB_P_SIZE, 12.5},
+               {WEB_P_SEED, 1.5},       {WEB_P_SECONDS, 24.5},
+               {WEB_P_KEEP_S, 2.5},     {WEB_P_OUTAGE_START_S, NAN},
+               {WEB_P_STRIKES, 0.5},    {WEB_P_BREAKER, 3},
+               {WEB_P_BREAKER, 1.5},    {WEB_P_BACKOFF, 2},
+               {WEB_P_SHEDDER, 7},      {WEB_P_MIN, 9},
+               {WEB_P_RATE_BURST, 2e6}, {WEB_P_ACQUIRE_TIMEOUT_MS, 0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        web_params_preset(p);
+        p[bad[i].k] = bad[i].v;
+        ck_assert_msg(web_params_check(p) == bad[i].k, "%s=%g: check says %d",
+                      web_param_name(bad[i].k), bad[i].v, web_params_check(p));
+        struct web_engine *e;
+        ck_assert_int_eq(web_engine_new(p, &e), TIDE_EINVAL);
+    }
+    /* fractions where the engine keeps them */
+    web_params_preset(p);
+    p[WEB_P_SPREAD] = 0.3;
+    p[WEB_P_SERVICE_MS] = 2.5;
+    p[WEB_P_ACQUIRE_TIMEOUT_MS] = 0.5;
+    ck_assert_int_eq(web_params_check(p), -1);
+}
+END_TEST
+
 START_TEST(new_passes_the_cores_refusal_on)
 {
     double p[WEB_PARAMS];
@@ -324,6 +356,7 @@ static Suite *engine_suite(void)
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, new_refuses_parameters_out_of_range);
+    tcase_add_test(tc, check_names_the_parameter_at_fault);
     tcase_add_test(tc, new_passes_the_cores_refusal_on);
     tcase_add_test(tc, param_names_find_their_index);
     tcase_add_test(tc, a_row_a_second_in_the_phases_of_the_run);
