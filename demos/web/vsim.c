@@ -65,14 +65,24 @@ int main(int argc, char **argv)
             bench = true;
             continue;
         }
-        if (!eq)
+        if (!eq) {
+            fprintf(stderr, "vsim: '%s' is neither an option nor name=value\n",
+                    argv[i]);
             return usage(argv[0]);
+        }
         *eq = '\0';
         int k = web_param_find(argv[i]);
+        if (k < 0) {
+            fprintf(stderr, "vsim: no parameter is named '%s'\n", argv[i]);
+            return usage(argv[0]);
+        }
         char *end;
         double v = strtod(eq + 1, &end);
-        if (k < 0 || end == eq + 1 || *end)
-            return usage(argv[0]);
+        if (end == eq + 1 || *end) {
+            fprintf(stderr, "vsim: %s: '%s' is not a number\n", argv[i],
+                    eq + 1);
+            return 2;
+        }
         params[k] = v;
     }
     struct web_engine *e;

@@ -74,6 +74,25 @@ for (const [name, value] of [['size', 0], ['size', 12.5], ['seconds', 0.5],
   console.log(`FAIL: ${name}=${value}: native "${native}", wasm "${fromWasm}"`);
 }
 
+// A command line vsim cannot read is refused, exit 2, naming what.
+for (const [arg, want] of [['bogus=1', "no parameter is named 'bogus'"],
+  ['seed=abc', "seed: 'abc' is not a number"], ['size=12x', "size: '12x' is not a number"],
+  ['size', "'size' is neither an option nor name=value"]]) {
+  let said = '';
+  try {
+    execFileSync(vsim, [arg], { encoding: 'utf8', stdio: 'pipe' });
+    said = 'exit 0';
+  } catch (err) {
+    said = err.status === 2 ? String(err.stderr).split('\n')[0] : `exit ${err.status}`;
+  }
+  if (said === `vsim: ${want}`) {
+    console.log(`ok: vsim ${arg}: ${said}`);
+    continue;
+  }
+  failed++;
+  console.log(`FAIL: vsim ${arg}: "${said}", not "vsim: ${want}"`);
+}
+
 // The module as demos/web/README.md describes it: within one 64 KiB page,
 // no imports (no glue library, no WASI calls).
 const bytes = readFileSync(wasm);
