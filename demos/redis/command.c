@@ -265,7 +265,7 @@ static bool cmd_valid(const struct tide_redis_cmd *cmd)
     for (int i = 0; i < cmd->argc; i++)
         if (!cmd->argv[i])
             return false;
-    return true;
+    return tide__redis_answerable(cmd->argc, cmd->argv, cmd->argvlen);
 }
 
 int tide_redis_pipeline(struct tide_redis_client *c, size_t n,

@@ -33,7 +33,10 @@
  * rather than lent to the next command (stats.retired). Put what needs the
  * session in one pipeline: {SELECT 2, GET k} reads db 2; a transaction is
  * {MULTI, ..., EXEC}. Pushed messages (pub/sub, MONITOR) are not delivered:
- * only the first reply to each command is.
+ * only the first reply to each command is. Refused (TIDE_EINVAL, nothing
+ * sent), as the client could not answer them: CLIENT REPLY OFF and SKIP
+ * (replies are matched to commands by their order) and HELLO with a
+ * protocol other than 2 (the reader knows RESP2 only).
  *
  * Replies: a Redis error reply ("-ERR ...", "-WRONGPASS ...") is a reply:
  * the connection is fine and goes back to the pool, and the command is
@@ -155,7 +158,8 @@ typedef void (*tide_redis_cb)(struct tide_redis_client *c, int status,
  * (argvlen NULL: each is a NUL-terminated string). The arguments are
  * copied before the call returns. Returns 0 and answers cb once; fails at
  * once, without a callback, with TIDE_EINVAL (NULL client, argv or cb,
- * argc < 1), TIDE_ENOMEM, or the pool's refusal (TIDE_EQUEUEFULL,
+ * argc < 1, a NULL argument, a command the client cannot answer: see
+ * Sessions above), TIDE_ENOMEM, or the pool's refusal (TIDE_EQUEUEFULL,
  * TIDE_ECLOSED). */
 int tide_redis_command(struct tide_redis_client *c, int argc,
                        const char *const *argv, const size_t *argvlen,

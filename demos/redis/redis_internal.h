@@ -102,6 +102,10 @@ struct tide__redis_session {
 };
 void tide__redis_session_note(struct tide__redis_session *s, int argc,
                               const char *const *argv, const size_t *argvlen);
+/* Whether the client can answer the command: false for CLIENT REPLY OFF
+ * or SKIP (no reply to match) and HELLO other than 2 (RESP3). */
+bool tide__redis_answerable(int argc, const char *const *argv,
+                            const size_t *argvlen);
 /* Whether the connection is left as its setup made it, fit for another
  * command after the batch. */
 bool tide__redis_session_clean(const struct tide__redis_session *s);

@@ -14,7 +14,12 @@
  * DISCARD), and a WATCH that its EXEC, DISCARD or UNWATCH ends, leave the
  * session as they found it: the connection goes back. Undoing the others
  * (RESET, then AUTH and SELECT again) would cost a round trip; closing costs
- * a connect, and these commands are rare on a shared pool. */
+ * a connect, and these commands are rare on a shared pool.
+ *
+ * Two kinds of command are refused before anything is sent: those that
+ * silence replies (CLIENT REPLY OFF, SKIP), since replies are matched to
+ * commands by their order, and HELLO asking for RESP3, which hiredis
+ * 0.14's reader cannot read. */
 #include <string.h>
 #include <strings.h>
 
@@ -67,6 +72,25 @@ void tide__redis_session_note(struct tide__redis_session *s, int argc,
         if (any(argv[1], sub, client_changing))
             s->changed = true;
     }
+}
+
+bool tide__redis_answerable(int argc, const char *const *argv,
+                            const size_t *argvlen)
+{
+    size_t len = argvlen ? argvlen[0] : strlen(argv[0]);
+    size_t len1 = argc > 1 ? (argvlen ? argvlen[1] : strlen(argv[1])) : 0;
+    /* replies are matched to commands by their order: a command that
+     * silences its own reply (and the next one's, or all that follow)
+     * would hand each later reply to the command before it */
+    if (argc > 2 && is(argv[0], len, "CLIENT") && is(argv[1], len1, "REPLY")) {
+        size_t len2 = argvlen ? argvlen[2] : strlen(argv[2]);
+        return !is(argv[2], len2, "OFF") && !is(argv[2], len2, "SKIP");
+    }
+    /* hiredis 0.14's reader knows RESP2 only: a RESP3 reply (HELLO's own
+     * first) is a protocol error that would cost the connection */
+    if (argc > 1 && is(argv[0], len, "HELLO"))
+        return is(argv[1], len1, "2");
+    return true;
 }
 
 bool tide__redis_session_clean(const struct tide__redis_session *s)

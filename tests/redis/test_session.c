@@ -258,6 +258,52 @@ START_TEST(quit_never_lent)
 }
 END_TEST
 
+/* Commands whose replies the client could not match are refused, none of
+ * a pipeline sent: with CLIENT REPLY SKIP first, GET's reply would have
+ * answered the CLIENT command and SET and GET would have timed out. */
+START_TEST(unanswerable_refused)
+{
+    struct tide_redis_options o = tcp_options(1);
+    struct tide_redis_client *c = client_new(&o);
+    struct answer got[3] = {{0}};
+    const char *skip[] = {"client", "reply", "skip"};
+    const char *set[] = {"SET", "k", "v"};
+    const char *get[] = {"GET", "k"};
+    struct tide_redis_cmd cmds[] = {
+        {.argc = 3, .argv = skip, .cb = record, .arg = &got[0]},
+        {.argc = 3, .argv = set, .cb = record, .arg = &got[1]},
+        {.argc = 2, .argv = get, .cb = record, .arg = &got[2]},
+    };
+    ck_assert_int_eq(tide_redis_pipeline(c, 3, cmds), TIDE_EINVAL);
+    const char *off[] = {"CLIENT", "REPLY", "OFF"};
+    ck_assert_int_eq(tide_redis_command(c, 3, off, NULL, record, &got[0]),
+                     TIDE_EINVAL);
+    const char *hello3[] = {"HELLO", "3"};
+    ck_assert_int_eq(tide_redis_command(c, 2, hello3, NULL, record, &got[0]),
+                     TIDE_EINVAL);
+    run_ms(50);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(got[i].calls, 0);
+    redisReply *r = redis_admin_command(&rx->server, "EXISTS k");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->integer, 0); /* nothing was sent */
+    freeReplyObject(r);
+    /* what the client can answer is sent (and changes the session) */
+    struct answer a = CMD(c, "CLIENT", "REPLY", "ON");
+    ck_assert_int_eq(a.status, 0);
+    answer_clear(&a);
+    a = CMD(c, "HELLO", "2");
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_int_eq(a.type, REDIS_REPLY_ARRAY);
+    answer_clear(&a);
+    struct tide_redis_stats s = stats(c);
+    ck_assert_uint_eq(s.commands, 2);
+    ck_assert_uint_eq(s.retired, 2);
+    ck_assert_uint_eq(s.discarded, 0);
+    client_end(c);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("redis_session");
@@ -269,6 +315,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, watch_left_open_never_lent);
     tcase_add_test(tc, client_setname_never_lent);
     tcase_add_test(tc, quit_never_lent);
+    tcase_add_test(tc, unanswerable_refused);
     suite_add_tcase(s, tc);
     return s;
 }
