@@ -1,7 +1,7 @@
 /* The virtual-time simulator, native: runs the engine to its end and prints
  * its rows, as fast as the machine goes (thousands of times real time).
  *
- *   vsim [--heads] [--fields] [--bench] [name=value ...]
+ *   vsim [--heads] [--fields] [--bench] [--help] [name=value ...]
  *
  * --fields prints after each row its fields by name (name=value ...), as
  * the page reads them. --bench prints, instead of the rows, how many decisions
@@ -35,15 +35,18 @@ static void print_fields(const struct web_row *r)
     putchar('\n');
 }
 
-static int usage(const char *argv0)
+/* Prints the usage and the parameters' names on out and returns code, the
+ * exit status: 2 for a command line refused, 0 for --help. */
+static int usage(FILE *out, const char *argv0, int code)
 {
-    fprintf(stderr,
-            "usage: %s [--heads] [--fields] [--bench] [name=value ...]\nnames:",
+    fprintf(out,
+            "usage: %s [--heads] [--fields] [--bench] [--help] "
+            "[name=value ...]\nnames:",
             argv0);
     for (int i = 0; web_param_name(i); i++)
-        fprintf(stderr, " %s", web_param_name(i));
-    fputc('\n', stderr);
-    return 2;
+        fprintf(out, " %s", web_param_name(i));
+    fputc('\n', out);
+    return code;
 }
 
 int main(int argc, char **argv)
@@ -61,6 +64,8 @@ int main(int argc, char **argv)
             fields = true;
             continue;
         }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return usage(stdout, argv[0], 0);
         if (!strcmp(argv[i], "--bench")) {
             bench = true;
             continue;
@@ -68,13 +73,13 @@ int main(int argc, char **argv)
         if (!eq) {
             fprintf(stderr, "vsim: '%s' is neither an option nor name=value\n",
                     argv[i]);
-            return usage(argv[0]);
+            return usage(stderr, argv[0], 2);
         }
         *eq = '\0';
         int k = web_param_find(argv[i]);
         if (k < 0) {
             fprintf(stderr, "vsim: no parameter is named '%s'\n", argv[i]);
-            return usage(argv[0]);
+            return usage(stderr, argv[0], 2);
         }
         char *end;
         double v = strtod(eq + 1, &end);

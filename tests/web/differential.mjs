@@ -93,6 +93,22 @@ for (const [arg, want] of [['bogus=1', "no parameter is named 'bogus'"],
   console.log(`FAIL: vsim ${arg}: "${said}", not "vsim: ${want}"`);
 }
 
+// --help is the usage and the names on stdout, exit 0.
+{
+  let said = '';
+  try {
+    said = execFileSync(vsim, ['--help'], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (err) {
+    said = `exit ${err.status}`;
+  }
+  if (/^usage: .*name=value/.test(said) && /\bnames: seed seconds size\b/.test(said)) {
+    console.log('ok: vsim --help: the usage and the names on stdout');
+  } else {
+    failed++;
+    console.log(`FAIL: vsim --help: "${said.trim()}"`);
+  }
+}
+
 // The module as demos/web/README.md describes it: within one 64 KiB page,
 // no imports (no glue library, no WASI calls).
 const bytes = readFileSync(wasm);
