@@ -240,7 +240,9 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
          * more than on the timeout it ended in */
         char text[320];
         snprintf(text, sizeof text, "%s%s%s",
-                 "no connection within the command's timeout",
+                 c->timeout == TIDE_FOREVER
+                     ? "no connection within the pool's acquire_timeout"
+                     : "no connection within the command's timeout",
                  why->make_error ? "; the last connect failed: " : "",
                  why->make_error ? why->message : "");
         fail(b, TIDE_REDIS_ETIMEDOUT, text);

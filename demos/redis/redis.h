@@ -120,7 +120,8 @@ struct tide_redis_options {
      * a round trip less per new connection. */
     bool no_ping;
     /* From tide_redis_command until the whole reply, waiting for a
-     * connection included. Preset 5 s; TIDE_FOREVER for none. */
+     * connection included. Preset 5 s; TIDE_FOREVER for none (the wait for
+     * a connection is still bounded, by pool.acquire_timeout). */
     int64_t timeout;
     /* How long a health check's PING may take; preset 1 s. */
     int64_t check_timeout;

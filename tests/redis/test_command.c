@@ -336,6 +336,22 @@ START_TEST(timeout_waiting_says_why)
     ck_assert_int_gt(timed_out, 0); /* the backoff held some back */
     ck_assert_uint_eq(stats(c).timeouts, (uint64_t)timed_out);
     client_end(c);
+    /* a command without a timeout of its own waits the pool's, and the
+     * message names that one */
+    o.timeout = TIDE_FOREVER;
+    o.pool.acquire_timeout = TIDE_MS(300);
+    c = client_new(&o);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(tide_redis_command(c, 1, ping, NULL, record, &got[i]),
+                         0);
+    ck_assert(run_until(answered, &got[3], 3000));
+    ck_assert_int_eq(got[3].status, TIDE_REDIS_ETIMEDOUT);
+    ck_assert_msg(strstr(got[3].message, "within the pool's acquire_timeout") &&
+                      strstr(got[3].message, "Connection refused"),
+                  "message: %s", got[3].message);
+    for (int i = 0; i < 4; i++)
+        answer_clear(&got[i]);
+    client_end(c);
 }
 END_TEST
 
