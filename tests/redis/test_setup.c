@@ -155,6 +155,50 @@ START_TEST(auth_and_select_together)
 }
 END_TEST
 
+/* Many commands at once to a server that refuses the password: each is
+ * answered once, in Redis's words, those the backoff kept waiting until
+ * their timeout included; the server sees a few connects, not one per
+ * command. Likewise an ACL user that does not exist. */
+static void refused_burst(const char *user, const char *password,
+                          const char *words)
+{
+    struct tide_redis_options o = tcp_options(2);
+    o.user = user;
+    o.password = password;
+    o.timeout = TIDE_MS(400);
+    struct tide_redis_client *c = client_new(&o);
+    static struct answer got[30];
+    memset(got, 0, sizeof got);
+    const char *ping[] = {"PING"};
+    for (int i = 0; i < 30; i++)
+        ck_assert_int_eq(tide_redis_command(c, 1, ping, NULL, record, &got[i]),
+                         0);
+    ck_assert(run_until(answered, &got[29], 3000));
+    run_ms(50);
+    int timed_out = 0;
+    for (int i = 0; i < 30; i++) {
+        ck_assert_int_eq(got[i].calls, 1);
+        ck_assert_msg(strstr(got[i].message, words), "command %d (%s): %s", i,
+                      tide_redis_err_name(got[i].status), got[i].message);
+        timed_out += got[i].status == TIDE_REDIS_ETIMEDOUT;
+        answer_clear(&got[i]);
+    }
+    ck_assert_int_gt(timed_out, 0);
+    struct tide_redis_stats s = stats(c);
+    ck_assert_msg(s.net.makes <= 10, "%llu connects for 30 commands",
+                  (unsigned long long)s.net.makes);
+    ck_assert_uint_eq(s.net.made, 0);
+    client_end(c);
+}
+
+START_TEST(refused_burst_each_told_once)
+{
+    require_password("s3cret");
+    refused_burst(NULL, "wrong", "WRONGPASS");
+    refused_burst("nobody", "s3cret", "WRONGPASS");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("redis_setup");
@@ -165,6 +209,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, auth_user_and_password);
     tcase_add_test(tc, select_database);
     tcase_add_test(tc, auth_and_select_together);
+    tcase_add_test(tc, refused_burst_each_told_once);
     suite_add_tcase(s, tc);
     return s;
 }
