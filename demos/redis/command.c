@@ -276,13 +276,20 @@ int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
     if (!c || n < 1 || !cmds || c->dying)
         return c && c->dying ? TIDE_REDIS_ECLOSED : TIDE_EINVAL;
     size_t len = 0;
+    if (n >
+        (SIZE_MAX / 2 - sizeof(struct tide__redis_batch)) / sizeof(struct slot))
+        return TIDE_EINVAL;
+    size_t head = sizeof(struct tide__redis_batch) + n * sizeof(struct slot);
     for (size_t i = 0; i < n; i++) {
         if (!cmd_valid(&cmds[i]))
             return TIDE_EINVAL;
-        len +=
+        size_t one =
             tide__redis_resp_size(cmds[i].argc, cmds[i].argv, cmds[i].argvlen);
+        /* 0: lengths past any memory; then the sum must not wrap either */
+        if (one == 0 || one > SIZE_MAX / 2 - head - len)
+            return TIDE_EINVAL;
+        len += one;
     }
-    size_t head = sizeof(struct tide__redis_batch) + n * sizeof(struct slot);
     struct tide__redis_batch *b = malloc(head + len);
     if (!b)
         return TIDE_ENOMEM;

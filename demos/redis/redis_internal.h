@@ -70,8 +70,8 @@ int tide__redis_feed(redisReader *r, struct evbuffer *in);
 /* Whether the reader holds bytes it has not made a reply of. */
 bool tide__redis_reader_holds(const redisReader *r);
 
-/* RESP for one command: the bytes it takes, and writing them (out has
- * that many). */
+/* RESP for one command: the bytes it takes (0 when the lengths add up
+ * past what memory could hold), and writing them (out has that many). */
 size_t tide__redis_resp_size(int argc, const char *const *argv,
                              const size_t *argvlen);
 char *tide__redis_resp_write(char *out, int argc, const char *const *argv,

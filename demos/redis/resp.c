@@ -27,7 +27,12 @@ size_t tide__redis_resp_size(int argc, const char *const *argv,
     size_t n = 1 + digits((size_t)argc) + 2;
     for (int i = 0; i < argc; i++) {
         size_t len = arg_len(argv, argvlen, i);
-        n += 1 + digits(len) + 2 + len + 2;
+        size_t framing = 1 + digits(len) + 2 + 2;
+        /* lengths no memory could hold (a caller's wrong argvlen) would
+         * wrap the sum, and the copy would run past the buffer */
+        if (len > SIZE_MAX / 2 - framing || n > SIZE_MAX / 2 - framing - len)
+            return 0;
+        n += framing + len;
     }
     return n;
 }

@@ -3,6 +3,7 @@
  * that keeps its connection, and the faults that must cost a connection
  * (a timeout, a pipeline cut off half-way) without a reply ever reaching
  * the wrong command. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +435,18 @@ START_TEST(bad_arguments_refused)
     ck_assert_int_eq(tide_redis_command(c, 1, argv, NULL, NULL, &a),
                      TIDE_EINVAL);
     ck_assert_int_eq(tide_redis_pipeline(c, 0, NULL), TIDE_EINVAL);
+    /* lengths no memory could hold (a wrong argvlen) are refused, not
+     * summed past SIZE_MAX into a small buffer and copied over it */
+    const char *set[] = {"SET", "k", "v"};
+    const size_t huge[] = {3, 1, SIZE_MAX - 20};
+    ck_assert_int_eq(tide_redis_command(c, 3, set, huge, record, &a),
+                     TIDE_EINVAL);
+    const size_t halves[] = {3, SIZE_MAX / 2, SIZE_MAX / 2};
+    ck_assert_int_eq(tide_redis_command(c, 3, set, halves, record, &a),
+                     TIDE_EINVAL);
+    struct tide_redis_cmd big = {
+        .argc = 3, .argv = set, .argvlen = halves, .cb = record, .arg = &a};
+    ck_assert_int_eq(tide_redis_pipeline(c, SIZE_MAX / 8, &big), TIDE_EINVAL);
     struct tide_redis_client *none = NULL;
     struct tide_redis_options bad = o;
     bad.user = "alice"; /* a user without a password */
