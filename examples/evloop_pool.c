@@ -255,8 +255,10 @@ int main(int argc, char **argv)
         .ward = {.backoff = &backoff},
     };
     struct tide_evpool *pool;
-    if (tide_evpool_new(base, &factory, &o, &pool) != 0)
+    if (tide_evpool_new(base, &factory, &o, &pool) != 0) {
+        event_base_free(base);
         return 1;
+    }
     /* README excerpt "evloop-pool" ends */
 
     int failures = 0;

@@ -135,21 +135,21 @@ static void on_connection(struct tide_evpool *pool, int status, void *resource,
     bufferevent_write(bev, request, sizeof request - 1);
 }
 
-/* A TLS factory and a pool of its connections; 0 or -1. */
+/* A TLS factory and a pool of its connections; 0 or why not (a TIDE_E
+ * code: a port out of range, a CA that is not PEM...). */
 static int open_pool(struct event_base *base, const struct tide_tls_options *o,
                      struct tide_tls_factory **factory,
                      struct tide_evpool **pool)
 {
-    if (tide_tls_factory_new(base, o, factory) != 0)
-        return -1;
+    int rc = tide_tls_factory_new(base, o, factory);
+    if (rc != 0)
+        return rc;
     struct tide_factory table;
     tide_tls_factory_bind(*factory, &table);
     struct tide_evpool_options po = {.limits = TIDE_LIMITS(.size = 8)};
-    if (tide_evpool_new(base, &table, &po, pool) != 0) {
+    if ((rc = tide_evpool_new(base, &table, &po, pool)) != 0)
         tide_tls_factory_free(*factory);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 /* One request over a pooled connection, the loop run until it is
@@ -194,14 +194,25 @@ static char *slurp(const char *path)
     return text;
 }
 
+/* v as a whole number in [1, max], or 0 when it is not one (strtol alone
+ * takes "443x" as 443 and "abc" as 0). */
+static long whole(const char *v, long max)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    bool ok = v[0] >= '0' && v[0] <= '9' && *end == '\0' && errno == 0;
+    return ok && n >= 1 && n <= max ? n : 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 5) {
+    long port = argc >= 3 ? whole(argv[2], 65535) : 0;
+    long n = argc == 5 ? whole(argv[4], 1000000) : 20;
+    if (argc < 3 || argc > 5 || !port || !n) {
         fprintf(stderr, "usage: %s HOST PORT [CA-FILE [N]]\n", argv[0]);
         return 2;
     }
-    long port = strtol(argv[2], NULL, 10);
-    long n = argc == 5 ? strtol(argv[4], NULL, 10) : 20;
     char *ca = NULL; /* PEM text; NULL: the system's CAs */
     if (argc >= 4 && strcmp(argv[3], "-") != 0 && !(ca = slurp(argv[3]))) {
         fprintf(stderr, "cannot read %s\n", argv[3]);
@@ -216,8 +227,13 @@ int main(int argc, char **argv)
     };
     struct tide_tls_factory *factory;
     struct tide_evpool *pool;
-    if (!base || open_pool(base, &o, &factory, &pool) != 0) {
-        fprintf(stderr, "cannot open a pool for %s:%s\n", argv[1], argv[2]);
+    int rc = base ? open_pool(base, &o, &factory, &pool) : TIDE_ENOMEM;
+    if (rc != 0) {
+        fprintf(stderr, "cannot open a pool for %s:%s: %s\n", argv[1], argv[2],
+                tide_strerror(rc));
+        if (base)
+            event_base_free(base);
+        free(ca);
         return 1;
     }
     struct exchange x;
