@@ -275,6 +275,48 @@ START_TEST(server_restart_under_load)
 }
 END_TEST
 
+/* A server that hangs (SIGSTOP) under load, then comes back (SIGCONT):
+ * the commands held there time out and cost their connections, no reply
+ * ever reaches another command, connects stay bounded by the pool's size
+ * while it hangs (the kernel accepts them; their setup's PING waits), and
+ * the load is served again as soon as it runs. */
+START_TEST(server_stopped_then_continued)
+{
+    struct tide_redis_options o = tcp_options(CONC);
+    o.timeout = TIDE_MS(500);
+    static struct load l;
+    memset(&l, 0, sizeof l);
+    l.c = client_new(&o);
+    for (int i = 0; i < CONC; i++) {
+        l.slots[i].l = &l;
+        send_slot(&l, &l.slots[i]);
+    }
+    run_ms(300);
+    ck_assert_int_gt(l.ok, 100);
+    ck_assert_int_eq(l.failed, 0);
+    redis_server_signal(&rx->server, SIGSTOP);
+    run_ms(1500);
+    long failed_while_stopped = l.failed;
+    struct tide_redis_stats s = stats(l.c);
+    redis_server_signal(&rx->server, SIGCONT);
+    l.restarted_at = now_ms();
+    run_ms(1000);
+    l.stopped = true;
+    ck_assert(run_until(load_done, &l, 5000));
+    ck_assert_int_eq(l.wrong, 0);
+    ck_assert_int_eq(l.answered, l.sent);
+    ck_assert_int_gt(failed_while_stopped, 0);
+    ck_assert_uint_gt(s.timeouts, 0);
+    ck_assert_msg(s.net.makes <= 2 * CONC, "%llu makes while it hung",
+                  (unsigned long long)s.net.makes);
+    ck_assert_msg(l.first_ok_after > 0 &&
+                      l.first_ok_after - l.restarted_at <= 500,
+                  "served again %lld ms after SIGCONT",
+                  (long long)(l.first_ok_after - l.restarted_at));
+    client_end(l.c);
+}
+END_TEST
+
 /* maxclients: the server accepts, writes an error and closes. The caller
  * learns it in Redis's own words, and the client does not storm. */
 START_TEST(maxclients_refused_clearly)
@@ -337,6 +379,7 @@ static Suite *make_suite(void)
     redis_fixture_add(server, 60);
     tcase_add_test(server, client_kill_drops_idle_connections);
     tcase_add_test(server, server_restart_under_load);
+    tcase_add_test(server, server_stopped_then_continued);
     tcase_add_test(server, maxclients_refused_clearly);
     suite_add_tcase(s, server);
     return s;

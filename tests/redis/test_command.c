@@ -149,6 +149,44 @@ END_TEST
 
 #define PIPELINE 200
 
+/* A 20 MiB value both ways: sent in one write, read whole through many
+ * reads, on one connection that goes back clean. */
+START_TEST(reply_of_20mib_whole)
+{
+    struct tide_redis_options o = tcp_options(1);
+    o.timeout = TIDE_SEC(20); /* slow under the sanitizers */
+    struct tide_redis_client *c = client_new(&o);
+    size_t n = 20u << 20;
+    char *v = malloc(n);
+    ck_assert_ptr_nonnull(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (char)('a' + i % 26);
+    const char *set[] = {"SET", "big", v};
+    const size_t lens[] = {3, 3, n};
+    struct answer a = {0};
+    ck_assert_int_eq(tide_redis_command(c, 3, set, lens, record, &a), 0);
+    ck_assert(run_until(answered, &a, 20000));
+    ck_assert_int_eq(a.status, 0);
+    answer_clear(&a);
+    const char *get[] = {"GET", "big"};
+    a = cmd(c, 20000, 2, get);
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_int_eq(a.type, REDIS_REPLY_STRING);
+    ck_assert_uint_eq(a.len, n);
+    ck_assert(memcmp(a.str, v, n) == 0);
+    answer_clear(&a);
+    free(v);
+    a = CMD(c, "ECHO", "after");
+    ck_assert_str_eq(a.str, "after");
+    answer_clear(&a);
+    struct tide_redis_stats s = stats(c);
+    ck_assert_uint_eq(s.net.made, 1);
+    ck_assert_uint_eq(s.discarded, 0);
+    ck_assert_uint_eq(s.pool.dirty, 0);
+    client_end(c);
+}
+END_TEST
+
 START_TEST(pipeline_in_order)
 {
     struct tide_redis_options o = tcp_options(4);
@@ -466,6 +504,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, set_get_incr_mget);
     tcase_add_test(tc, mget_elements_in_order);
     tcase_add_test(tc, binary_values_up_to_1mib);
+    tcase_add_test(tc, reply_of_20mib_whole);
     tcase_add_test(tc, pipeline_in_order);
     tcase_add_test(tc, error_reply_keeps_connection);
     tcase_add_test(tc, timeout_discards_connection);
