@@ -18,7 +18,10 @@
  * fills during it), and never longer than S seconds (preset 60) in all.
  * --reconnect retires each connection after one request: the cost of a
  * new connection per request, for comparison. Exit 0 when every measured
- * request got a reply that was not an error, 1 otherwise, 2 for bad usage;
+ * request got a reply that was not an error, 1 otherwise, 2 for bad usage.
+ * A server that refuses the session itself (a wrong password or user, a
+ * database that does not exist) stops the run at its first refusal, as no
+ * retry can change that;
  * --help says what each option does, on stdout, and exits 0. */
 #include <errno.h>
 #include <signal.h>
@@ -39,19 +42,48 @@ struct load {
     const char *op;
     char *value;
     size_t value_len;
+    bool refused; /* the server refused the session for good */
 };
+
+/* A setup refused for a reason no retry changes, in Redis's words: the
+ * credentials or the database. maxclients is not one: room comes back. */
+static bool refused_for_good(int status, const char *message)
+{
+    static const char *const words[] = {"WRONGPASS",
+                                        "NOAUTH",
+                                        "NOPERM",
+                                        "DB index is out of range",
+                                        "without any password configured",
+                                        NULL};
+    if (status != TIDE_ESETUP || !message)
+        return false;
+    for (size_t i = 0; words[i]; i++)
+        if (strstr(message, words[i]))
+            return true;
+    return false;
+}
 
 static void on_reply(struct tide_redis_client *c, int status,
                      const struct redisReply *reply, const char *message,
                      void *arg)
 {
     (void)c;
-    tide_demo_load_answered(arg, status == 0 && reply, message, status);
+    struct tide_demo_req *r = arg;
+    struct load *l = r->l->arg;
+    if (!l->refused && refused_for_good(status, message)) {
+        l->refused = true;
+        fprintf(stderr, "redis_load: the server refuses the session: %s\n",
+                message);
+    }
+    tide_demo_load_answered(r, status == 0 && reply, message, status);
 }
 
 static int send_one(struct tide_demo_req *r, void *arg)
 {
     struct load *l = arg;
+    /* every request would wait out the backoff to be refused the same */
+    if (l->refused)
+        return TIDE_ESETUP;
     const char *argv[3] = {l->op, "tidepool:load", l->value};
     size_t argvlen[3] = {strlen(l->op), strlen(argv[1]), l->value_len};
     int argc = strcmp(l->op, "SET") == 0   ? 3

@@ -220,6 +220,32 @@ START_TEST(right_password_and_db_run)
 }
 END_TEST
 
+/* A session the server refuses for good (a database that does not exist,
+ * a wrong password) stops the run at the first refusal, said in Redis's
+ * words, instead of every request waiting out the backoff until the run
+ * is out of time. */
+START_TEST(refused_session_stops_at_once)
+{
+    char port[16];
+    port_str(port, sizeof port, rx->server.port);
+    int64_t t0 = now_ms();
+    struct tide_test_prog_run r =
+        RUN(30000, "--port", port, "--db", "99", "--seconds", "20");
+    EXPECT(r, 1, "refuses the session", "DB index is out of range",
+           "(TIDE_ESETUP)");
+    ck_assert_msg(!strstr(r.err, "out of time"), "stderr: %s", r.err);
+    ck_assert_msg(now_ms() - t0 < 5000, "took %lld ms",
+                  (long long)(now_ms() - t0));
+    require_password("s3cret");
+    const char *const env[] = {"REDIS_PASSWORD=wrong", NULL};
+    t0 = now_ms();
+    r = RUN_ENV(env, 30000, "--port", port, "--seconds", "20");
+    EXPECT(r, 1, "refuses the session", "WRONGPASS");
+    ck_assert_msg(now_ms() - t0 < 5000, "took %lld ms",
+                  (long long)(now_ms() - t0));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("redis_load_cli");
@@ -235,6 +261,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, queue_full_said_once_and_stops);
     tcase_add_test(tc, wrong_password_says_wrongpass);
     tcase_add_test(tc, right_password_and_db_run);
+    tcase_add_test(tc, refused_session_stops_at_once);
     suite_add_tcase(s, tc);
     return s;
 }
