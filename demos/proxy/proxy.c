@@ -149,25 +149,30 @@ static bool list_has(const char *list, const char *token)
     return false;
 }
 
+/* Whether any of the message's Connection headers (there may be several,
+ * each a list) names `name`. */
+static bool named_by_connection(const struct headers *hs, const char *name)
+{
+    for (size_t i = 0; i < hs->n; i++)
+        if (strcasecmp(header_name(hs, i), "connection") == 0 &&
+            list_has(header_value(hs, i), name))
+            return true;
+    return false;
+}
+
 /* RFC 9110 7.6.1: these apply to one connection only, and so do the
- * headers the message's Connection header (`connection`, looked up once
- * per message) names. Framing is the proxy's own. */
-static bool hop_by_hop(const char *connection, const char *name)
+ * headers the message's Connection headers name (`connection`: the
+ * message's headers when they name any, looked up once per message).
+ * Framing is the proxy's own. */
+static bool hop_by_hop(const struct headers *connection, const char *name)
 {
     static const struct {
         const char *name;
         size_t len;
     } hop[] = {
-        {"connection", 10},
-        {"keep-alive", 10},
-        {"proxy-connection", 16},
-        {"te", 2},
-        {"trailer", 7},
-        {"transfer-encoding", 17},
-        {"upgrade", 7},
-        {"content-length", 14},
-        {"proxy-authenticate", 18},
-        {"proxy-authorization", 19},
+        {"connection", 10}, {"keep-alive", 10},     {"proxy-connection", 16},
+        {"te", 2},          {"trailer", 7},         {"transfer-encoding", 17},
+        {"upgrade", 7},     {"content-length", 14},
     };
     /* lengths first: most names differ from all of these in length, and
      * the comparisons were a fiftieth of the proxy's time */
@@ -175,17 +180,25 @@ static bool hop_by_hop(const char *connection, const char *name)
     for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
         if (hop[i].len == len && strcasecmp(name, hop[i].name) == 0)
             return true;
-    return connection && list_has(connection, name);
+    /* Proxy-Connection, Proxy-Authorization... are for this hop; and a
+     * bare "Proxy" header would become HTTP_PROXY to a CGI upstream
+     * (httpoxy), which it would take for its own outgoing proxy */
+    if (len >= 5 && strncasecmp(name, "proxy", 5) == 0 &&
+        (len == 5 || name[5] == '-'))
+        return true;
+    return connection && named_by_connection(connection, name);
 }
 
-/* The message's Connection header as hop_by_hop wants it: NULL when it
- * names nothing beyond the fixed list, as "keep-alive" (what nginx sends
- * on every response), so no header name is checked against it. */
-static const char *connection_names(const struct headers *hs)
+/* The message's headers when its Connection headers name any header
+ * beyond the fixed list, else NULL, as for "keep-alive" alone (what nginx
+ * sends on every response), so no header name is checked against them. */
+static const struct headers *connection_names(const struct headers *hs)
 {
-    const char *connection = headers_get(hs, "connection");
-    return connection && strcasecmp(connection, "keep-alive") == 0 ? NULL
-                                                                   : connection;
+    for (size_t i = 0; i < hs->n; i++)
+        if (strcasecmp(header_name(hs, i), "connection") == 0 &&
+            strcasecmp(header_value(hs, i), "keep-alive") != 0)
+            return hs;
+    return NULL;
 }
 
 /* Appends "name: value\r\n". */
@@ -195,6 +208,73 @@ static void add_header(struct px_buf *b, const char *name, const char *value)
     px_buf_add(b, ": ", 2);
     px_buf_adds(b, value);
     px_buf_add(b, "\r\n", 2);
+}
+
+/* ---- the request's head, checked before it is parsed ---- */
+
+/* A request line longer than this gets 414, a head longer than this 431:
+ * nginx's own preset takes four buffers of 8 KiB, and a head that does
+ * not fit the parser's 80 KiB would only get a 400 saying why not. */
+#define URI_MAX  (8 * 1024)
+#define HEAD_MAX (32 * 1024)
+
+/* Where the check of a request's head stands: the offset reached in the
+ * client's input (the head starts it), and the line it is in. */
+struct head_scan {
+    size_t at;
+    size_t line;  /* bytes of the current line so far */
+    bool begun;   /* the request line started (empty lines may lead) */
+    bool fields;  /* past the request line */
+    bool in_name; /* in a field's name: before its colon */
+    bool cr;      /* the last byte was a CR */
+    bool done;    /* the head's end is in: at is its length */
+};
+
+/* Checks the head at the start of p[0, len), on from where the last call
+ * stopped, for what libhttp-parser lets through but another parser may
+ * read another way, so that nothing ambiguous goes upstream: a bare LF or
+ * CR as a line's end (RFC 9112 2.2), a line folded onto the one before it
+ * (obs-fold, 5.2), space between a field's name and its colon (5.1: a
+ * name "Transfer-Encoding " that one reader ignores and another takes for
+ * the framing). Returns 0 until the head's end is in, 1 once it is (its
+ * bytes are fine to parse), or the status that refuses the request. */
+static int head_scan(struct head_scan *s, const char *p, size_t len)
+{
+    for (; s->at < len; s->at++) {
+        char b = p[s->at];
+        if (s->at >= HEAD_MAX)
+            return s->fields ? 431 : 414;
+        if (s->cr && b != '\n')
+            return 400;
+        if (b == '\r') {
+            s->cr = true;
+            continue;
+        }
+        if (b == '\n') {
+            if (!s->cr)
+                return 400;
+            s->cr = false;
+            if (s->line == 0 && s->begun) {
+                s->at++;
+                s->done = true;
+                return 1;
+            }
+            s->fields = s->begun;
+            s->in_name = s->fields;
+            s->line = 0;
+            continue;
+        }
+        if (s->fields && s->line == 0 && (b == ' ' || b == '\t'))
+            return 400;
+        if (s->in_name && b == ':')
+            s->in_name = false;
+        else if (s->in_name && (b == ' ' || b == '\t'))
+            return 400;
+        s->begun = true;
+        if (++s->line > URI_MAX && !s->fields)
+            return 414;
+    }
+    return 0;
 }
 
 /* ---- the proxy and its clients ---- */
@@ -254,6 +334,7 @@ struct client {
     size_t url;        /* in req_headers.text, or NO_VALUE */
     struct px_buf req; /* the whole request as it goes upstream */
     struct px_buf req_body;
+    struct head_scan scan; /* of the request being read */
     bool req_chunked;
     bool req_complete;
     bool req_keep_alive;
@@ -540,7 +621,7 @@ static void build_request(struct client *c)
     px_buf_add(r, " ", 1);
     px_buf_adds(r, url ? url : "/");
     px_buf_add(r, " HTTP/1.1\r\n", 11);
-    const char *connection = connection_names(hs);
+    const struct headers *connection = connection_names(hs);
     const char *xff = NULL;
     bool host = false;
     for (size_t i = 0; i < hs->n; i++) {
@@ -620,10 +701,39 @@ static void client_parse(struct client *c)
 {
     struct px_buf *in = &c->in;
     while (c->state == C_READING && px_buf_size(in) > 0) {
+        /* the parser sees a head only once it is checked whole */
+        size_t feed = px_buf_size(in);
+        bool head_checked = c->scan.done;
+        if (!head_checked) {
+            int v = head_scan(&c->scan, px_buf_data(in), feed);
+            if (v > 1) {
+                c->req_keep_alive = false;
+                if (v == 400)
+                    client_write_error(c, 400, "Bad Request", NULL,
+                                       "a bare CR or LF, a folded line or "
+                                       "space before a colon in the head");
+                else if (v == 414)
+                    client_write_error(c, 414, "URI Too Long", NULL,
+                                       "the request line is too long");
+                else
+                    client_write_error(c, 431,
+                                       "Request Header Fields Too Large", NULL,
+                                       "the request's head is too long");
+                c->state = C_FLUSHING;
+                return;
+            }
+            if (v == 0)
+                return; /* more to come */
+            feed = c->scan.at;
+        }
         size_t used = http_parser_execute(&c->req_parser, &request_settings,
-                                          px_buf_data(in), px_buf_size(in));
+                                          px_buf_data(in), feed);
         enum http_errno err = HTTP_PARSER_ERRNO(&c->req_parser);
         px_buf_consume(in, used);
+        if (c->req_complete)
+            c->scan = (struct head_scan){0}; /* the next request's */
+        else if (!head_checked)
+            c->scan.at -= used;
         if (err == HPE_PAUSED) {
             http_parser_pause(&c->req_parser, 0);
             err = HPE_OK;
@@ -635,6 +745,8 @@ static void client_parse(struct client *c)
             c->state = C_FLUSHING;
             return;
         }
+        if (!c->req_complete && !head_checked && c->scan.done)
+            continue; /* the head alone was parsed: now what follows it */
         if (!c->req_complete)
             return; /* more to come */
         c->px->stats.requests++;
@@ -720,13 +832,18 @@ static int rs_headers_done(http_parser *p)
     bool has_length =
         p->content_length != ULLONG_MAX && !(p->flags & F_CHUNKED);
     const struct headers *hs = &c->resp_headers;
+    /* an HTTP/1.0 client cannot read an interim response (RFC 9110 15.2):
+     * it gets the final one alone */
+    if (status >= 100 && status < 200 && c->req_minor == 0 &&
+        c->req_parser.http_major == 1)
+        return 0;
     struct px_buf *out = client_out(c);
     px_buf_add(out, "HTTP/1.1 ", 9);
     add_uint(out, status);
     px_buf_add(out, " ", 1);
     px_buf_adds(out, text_at(hs, c->reason));
     px_buf_add(out, "\r\n", 2);
-    const char *connection = connection_names(hs);
+    const struct headers *connection = connection_names(hs);
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = header_name(hs, i);
         if (!hop_by_hop(connection, name))
@@ -960,8 +1077,10 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
         upstream_parse(c);
         if (c->state != C_EXCHANGING || !c->ub)
             return; /* finished (or failed) on the bytes before the close */
-        /* EOF ends a body read until close */
-        http_parser_execute(&c->resp_parser, &response_settings, NULL, 0);
+        /* EOF ends a body read until close; a reset or a read error cuts
+         * it, and the client must see it cut, not ended */
+        if (!(what & BEV_EVENT_ERROR))
+            http_parser_execute(&c->resp_parser, &response_settings, NULL, 0);
         if (c->resp_done) {
             give_back(c, GIVE_RETIRE); /* a body until close: served */
             c->px->stats.responses++;

@@ -1,0 +1,469 @@
+/* tests for demos/proxy: HTTP/1.1 framing at the proxy's two edges, where
+ * a pool could hand a client someone else's bytes or a cut response that
+ * looks whole. Requests whose framing a second parser could read another
+ * way (a bare LF, obs-fold, a space before a field's colon) are refused
+ * with 400 before anything goes upstream; a request line or a head past
+ * the proxy's limits gets 414 or 431. Responses come from a scripted
+ * origin in a thread (blocking sockets, one reply per path), as nginx
+ * cannot be told to reset mid-body or to answer 1xx; nothing outside the
+ * process is needed. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void setup(void)
+{
+    harness_setup();
+}
+
+static void teardown(void)
+{
+    harness_teardown();
+}
+
+/* ---- the scripted origin ---- */
+
+/* What the origin does after its reply, which it picks by the request's
+ * path. */
+enum after { KEEP, RESET };
+
+struct script {
+    const char *path;
+    const char *reply;
+    enum after after;
+};
+
+static const struct script scripts[] = {
+    /* a body framed by the close, cut by a reset before its end */
+    {"/reset-until-close", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npart",
+     RESET},
+    /* the same with a length: the client must see it short */
+    {"/reset-length", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npart",
+     RESET},
+    {"/interim",
+     "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s>\r\n"
+     "\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+     KEEP},
+    /* more than its length: the rest must never reach another client */
+    {"/extra",
+     "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
+     "Content-Length: 4\r\n\r\nEVIL",
+     KEEP},
+};
+
+static int origin_fd = -1;
+static pthread_t origin_thread;
+static atomic_int origin_accepts;
+static atomic_int origin_stopping;
+/* the last request head the origin read, for tests of what went upstream */
+static char origin_seen[8192];
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *default_reply =
+    "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\ndefault";
+
+/* The length of a request's body as the proxy frames it (it always sends
+ * a Content-Length, spelled so), 0 without one. */
+static size_t body_length(const char *head, size_t len)
+{
+    const char *cl = memmem(head, len, "\r\nContent-Length: ", 18);
+    return cl ? strtoul(cl + 18, NULL, 10) : 0;
+}
+
+/* Serves one connection: a reply for each request, until the client
+ * closes or a script resets. */
+static void serve(int fd)
+{
+    char buf[16384];
+    size_t have = 0;
+    for (;;) {
+        char *end = NULL;
+        while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
+            if (have == sizeof buf)
+                return;
+            ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
+            if (n <= 0)
+                return;
+            have += (size_t)n;
+        }
+        size_t head = (size_t)(end - buf) + 4;
+        pthread_mutex_lock(&seen_lock);
+        memcpy(origin_seen, buf, head < sizeof origin_seen ? head : 0);
+        origin_seen[head < sizeof origin_seen ? head : 0] = '\0';
+        pthread_mutex_unlock(&seen_lock);
+        const struct script *s = NULL;
+        for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+            size_t pl = strlen(scripts[i].path);
+            if (head > 4 + pl && memcmp(buf + 4, scripts[i].path, pl) == 0 &&
+                buf[4 + pl] == ' ')
+                s = &scripts[i];
+        }
+        const char *reply = s ? s->reply : default_reply;
+        if (send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0)
+            return;
+        /* the body, skipped (what is in buf, then the rest) */
+        size_t skip = body_length(buf, head);
+        size_t in_buf = have - head < skip ? have - head : skip;
+        head += in_buf;
+        skip -= in_buf;
+        memmove(buf, buf + head, have - head);
+        have -= head;
+        while (skip > 0) {
+            ssize_t n = recv(fd, buf, skip < sizeof buf ? skip : sizeof buf, 0);
+            if (n <= 0)
+                return;
+            skip -= (size_t)n;
+        }
+        if (s && s->after == RESET) {
+            /* a pause, so the bytes before the reset are read first */
+            struct timespec ms100 = {.tv_nsec = 100000000};
+            nanosleep(&ms100, NULL);
+            struct linger lg = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            return;
+        }
+    }
+}
+
+/* One connection at a time is all these tests need. */
+static void *origin_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&origin_stopping)) {
+        struct pollfd p = {.fd = origin_fd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        int fd = accept(origin_fd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        atomic_fetch_add(&origin_accepts, 1);
+        serve(fd);
+        close(fd);
+    }
+    return NULL;
+}
+
+static int script_origin_start(void)
+{
+    origin_fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(origin_fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(origin_fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(origin_fd, 16), 0);
+    socklen_t l = sizeof a;
+    getsockname(origin_fd, (struct sockaddr *)&a, &l);
+    atomic_store(&origin_accepts, 0);
+    atomic_store(&origin_stopping, 0);
+    ck_assert_int_eq(pthread_create(&origin_thread, NULL, origin_main, NULL),
+                     0);
+    return ntohs(a.sin_port);
+}
+
+static void script_origin_stop(void)
+{
+    atomic_store(&origin_stopping, 1);
+    pthread_join(origin_thread, NULL);
+    close(origin_fd);
+    origin_fd = -1;
+}
+
+/* ---- a raw client ---- */
+
+/* Sends req and reads what comes back until the proxy closes or is quiet
+ * for `quiet_ms`; `closed` says which. */
+struct raw {
+    int port;
+    const char *req;
+    int quiet_ms;
+    char got[16384];
+    size_t len;
+    bool closed;
+};
+
+static void raw_talk(void *arg)
+{
+    struct raw *r = arg;
+    int fd = client_connect(r->port);
+    if (fd < 0)
+        return;
+    send(fd, r->req, strlen(r->req), MSG_NOSIGNAL);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, r->quiet_ms) <= 0)
+            break;
+        ssize_t n = recv(fd, r->got + r->len, sizeof r->got - 1 - r->len, 0);
+        if (n <= 0) {
+            r->closed = true;
+            break;
+        }
+        r->len += (size_t)n;
+    }
+    r->got[r->len] = '\0';
+    close(fd);
+}
+
+static void talk(struct raw *r, int port, const char *req)
+{
+    memset(r, 0, sizeof *r);
+    r->port = port;
+    r->req = req;
+    r->quiet_ms = 800;
+    run_client(raw_talk, r, 5000);
+}
+
+/* ---- responses cut or framed oddly ---- */
+
+/* A body framed by the close, ended by a reset rather than a FIN, is cut:
+ * the client must get no last chunk (which would make it look whole), and
+ * the proxy counts it discarded, not retired. */
+START_TEST(a_reset_cuts_a_body_framed_by_the_close)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "GET /reset-until-close HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "Transfer-Encoding: chunked"), "%s", r.got);
+    ck_assert_msg(strstr(r.got, "4\r\npart\r\n"), "%s", r.got);
+    ck_assert_msg(!strstr(r.got, "0\r\n\r\n"), "looks whole: %s", r.got);
+    ck_assert(r.closed);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.discarded, 1);
+    ck_assert_uint_eq(s.retired, 0);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* A length-framed body cut by a reset: short, and closed. */
+START_TEST(a_reset_cuts_a_body_by_length_and_closes_the_client)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /reset-length HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "Content-Length: 100\r\n"), "%s", r.got);
+    const char *body = strstr(r.got, "\r\n\r\n");
+    ck_assert_ptr_nonnull(body);
+    ck_assert_str_eq(body + 4, "part");
+    ck_assert(r.closed);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* 1xx responses are relayed to an HTTP/1.1 client before the final one;
+ * an HTTP/1.0 client, which cannot read them (RFC 9110 15.2), gets the
+ * final response alone. */
+START_TEST(interim_responses_go_to_http11_clients_only)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /interim HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(
+        strncmp(r.got, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 ", 37) == 0,
+        "%s", r.got);
+    ck_assert_msg(strstr(r.got, "Link: </s>\r\n"), "%s", r.got);
+    ck_assert_msg(strstr(r.got, "HTTP/1.1 200 OK\r\n"), "%s", r.got);
+    talk(&r, proxy_port(), "GET /interim HTTP/1.0\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", r.got);
+    ck_assert_msg(!strstr(r.got, " 100 ") && !strstr(r.got, " 103 "), "%s",
+                  r.got);
+    ck_assert_msg(strstr(r.got, "\r\n\r\nok"), "%s", r.got);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* An origin that sends more than its Content-Length: the client gets the
+ * length's bytes, and the next client on the pool of one gets its own
+ * response from a new connection, never the extra bytes. */
+START_TEST(bytes_past_the_length_never_reach_the_next_client)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /extra HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "Content-Length: 2\r\n\r\nok"), "%s", r.got);
+    ck_assert_msg(!strstr(r.got, "EVIL"), "%s", r.got);
+    for (int i = 0; i < 3; i++) {
+        talk(&r, proxy_port(), "GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
+        ck_assert_msg(!strstr(r.got, "EVIL"), "%s", r.got);
+        ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    }
+    ck_assert_int_eq(atomic_load(&origin_accepts), 2);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* ---- requests a second parser could read another way ---- */
+
+/* Each is refused with 400 and the client closed; none reaches the
+ * origin. */
+START_TEST(ambiguous_request_framing_is_refused_with_400)
+{
+    static const char *const reqs[] = {
+        "GET / HTTP/1.1\nHost: t\n\n", /* bare LF ends */
+        /* a bare LF inside a line: a header to one parser, part of a
+         * value to another */
+        "GET / HTTP/1.1\r\nHost: t\r\nX-A: a\nTransfer-Encoding: chunked"
+        "\r\n\r\n0\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: t\r\nX-A: a\rb\r\n\r\n",    /* a bare CR */
+        "GET / HTTP/1.1\r\nHost: t\r\nX-A: a\r\n b\r\n\r\n", /* obs-fold */
+        "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding:\r\n chunked\r\n"
+        "\r\n3\r\nabc\r\n0\r\n\r\n",
+        /* a space before the colon: a name of its own to one parser */
+        "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip"
+        "\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+        "Content-Length: 4\r\n\r\nabcd",
+        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+        "Content-Length: 3\r\n\r\nabc",
+    };
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        struct raw r;
+        talk(&r, proxy_port(), reqs[i]);
+        ck_assert_msg(strncmp(r.got, "HTTP/1.1 400 ", 13) == 0, "%zu: %s", i,
+                      r.got);
+        ck_assert_msg(r.closed, "%zu: left open", i);
+    }
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* What is unusual but has one reading goes through, framed by the proxy's
+ * Content-Length: chunked in another case, with extensions and trailers,
+ * an empty line before a request, two requests in one packet. */
+START_TEST(unusual_but_unambiguous_requests_are_served_in_order)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: ChUnKeD\r\n\r\n"
+         "3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n"
+         "\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n"
+         "GET /c HTTP/1.1\r\nHost: t\r\n\r\n");
+    const char *one = strstr(r.got, "\r\n\r\ndefault");
+    ck_assert_msg(one, "%s", r.got);
+    const char *two = strstr(one + 1, "\r\n\r\ndefault");
+    ck_assert_msg(two && strstr(two + 1, "\r\n\r\ndefault"), "%s", r.got);
+    ck_assert(!r.closed);
+    pthread_mutex_lock(&seen_lock);
+    ck_assert_msg(strncmp(origin_seen, "GET /c ", 7) == 0, "%s", origin_seen);
+    pthread_mutex_unlock(&seen_lock);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 1);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+static char *repeat(const char *pre, char ch, size_t n, const char *post)
+{
+    size_t a = strlen(pre), b = strlen(post);
+    char *s = malloc(a + n + b + 1);
+    memcpy(s, pre, a);
+    memset(s + a, ch, n);
+    memcpy(s + a + n, post, b + 1);
+    return s;
+}
+
+/* A 64 KiB URI gets 414, a 64 KiB header 431, each answered at once and
+ * the client closed, nothing sent upstream. */
+START_TEST(a_huge_uri_gets_414_and_a_huge_head_431)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    char *uri = repeat("GET /", 'a', 64 * 1024, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    char *hdr = repeat("GET / HTTP/1.1\r\nHost: t\r\nX-Big: ", 'b', 64 * 1024,
+                       "\r\n\r\n");
+    struct raw r;
+    talk(&r, proxy_port(), uri);
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 414 ", 13) == 0, "%s", r.got);
+    ck_assert(r.closed);
+    talk(&r, proxy_port(), hdr);
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 431 ", 13) == 0, "%s", r.got);
+    ck_assert(r.closed);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+    free(uri);
+    free(hdr);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* Hop-by-hop headers stay at the proxy: those any of several Connection
+ * headers names, Upgrade, Keep-Alive, TE, Proxy and Proxy-*. */
+START_TEST(hop_by_hop_headers_of_every_kind_stay_at_the_proxy)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "GET /h HTTP/1.1\r\nHost: t\r\nConnection: keep-alive\r\n"
+         "Connection: X-Secret\r\nX-Secret: s\r\nUpgrade: h2c\r\n"
+         "Keep-Alive: 5\r\nTE: trailers\r\nProxy: http://10.9.9.9/\r\n"
+         "Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive"
+         "\r\nX-Kept: k\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    pthread_mutex_lock(&seen_lock);
+    char seen[sizeof origin_seen];
+    memcpy(seen, origin_seen, sizeof seen);
+    pthread_mutex_unlock(&seen_lock);
+    ck_assert_msg(strstr(seen, "\r\nX-Kept: k\r\n"), "%s", seen);
+    static const char *const gone[] = {
+        "\nConnection:", "\nX-Secret:", "\nUpgrade:",
+        "\nKeep-Alive:", "\nTE:",       "\nProxy"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        ck_assert_msg(!strcasestr(seen, gone[i]), "%s went: %s", gone[i], seen);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+static Suite *framing_suite(void)
+{
+    Suite *s = suite_create("proxy-framing");
+    TCase *tc = tcase_create("framing");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
+    tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
+    tcase_add_test(tc, interim_responses_go_to_http11_clients_only);
+    tcase_add_test(tc, bytes_past_the_length_never_reach_the_next_client);
+    tcase_add_test(tc, ambiguous_request_framing_is_refused_with_400);
+    tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
+    tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
+    tcase_add_test(tc, hop_by_hop_headers_of_every_kind_stay_at_the_proxy);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tide_test_run(framing_suite());
+}
