@@ -133,7 +133,10 @@ struct tide_redis_client;
  * with *out (free it with tide_redis_client_free); TIDE_EINVAL (a NULL
  * argument, a user without a password, a negative db or span, and whatever
  * the factory or the pool refuse); TIDE_ENOMEM; the factory's and the
- * pool's codes. *out is NULL on failure when out is not. */
+ * pool's codes, among them TIDE_ETLS_CONFIG for a CA file, certificate or
+ * key that would not load (OpenSSL's error queue names the file and says
+ * why: ERR_print_errors_fp(stderr)). *out is NULL on failure when out is
+ * not. */
 TIDE_MUST_USE int tide_redis_client_new(struct event_base *base,
                                         const struct tide_redis_options *o,
                                         struct tide_redis_client **out);
