@@ -45,6 +45,9 @@ void px_config_usage(FILE *f)
             "(5000)\n"
             "  --connect-timeout MS    one connect, DNS included (5000)\n"
             "  --response-timeout MS   upstream silence, then 504 (30000)\n"
+            "  --client-timeout MS     a request's head must come within, "
+            "a body\n"
+            "                          pause no longer, then 408 (60000)\n"
             "  --keep S                idle upstream connections kept; below "
             "the\n"
             "                          upstream's keep-alive timeout (60)\n"
@@ -126,6 +129,7 @@ static const struct num_opt num_opts[] = {
     {"--response-timeout", 1, 3600000, TIDE_MS(1), OFF(response_timeout),
      false},
     {"--keep", 1, 86400, TIDE_SEC(1), OFF(keep), false},
+    {"--client-timeout", 1, 3600000, TIDE_MS(1), OFF(client_timeout), false},
     {"--drain-timeout", 0, 3600000, TIDE_MS(1), OFF(drain_timeout), false},
     {"--breaker-strikes", 1, 1000, 0, OFF(breaker_opts.strikes), true},
     {"--breaker-cooldown", 1, 3600000, TIDE_MS(1), OFF(breaker_opts.cooldown),
@@ -254,7 +258,8 @@ void px_config_proxy_options(const struct px_config *c, struct px_options *out)
     *out = (struct px_options){.listen_host = c->listen_host,
                                .listen_port = c->listen_port,
                                .acquire_timeout = c->acquire_timeout,
-                               .response_timeout = c->response_timeout};
+                               .response_timeout = c->response_timeout,
+                               .client_timeout = c->client_timeout};
 }
 
 int px_upstreams_open(struct px_upstreams *u, struct event_base *base,

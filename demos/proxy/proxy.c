@@ -288,6 +288,7 @@ struct px {
     int port;
     int64_t acquire_timeout;
     int64_t response_timeout;
+    struct timeval client_tv; /* px_options.client_timeout */
     size_t max_body;
     struct client *clients; /* every open client, for px_free */
     struct px_stats stats;
@@ -316,15 +317,18 @@ struct client {
      * is readable (an ioctl) before every read, and mallocs a buffer chain
      * on every add to an empty evbuffer. -1 once an orphan's client left. */
     evutil_socket_t fd;
-    struct event rd;   /* EV_READ, persistent, for the client's life */
-    struct event wr;   /* EV_WRITE, persistent, added only while the socket
-                          did not take all of `out` */
-    bool gone;         /* a send found the client closed or reset: told
-                          from rd's callback, never deep inside a parse */
-    struct px_buf in;  /* read, not parsed yet */
-    struct px_buf out; /* on its way to the client */
-    struct event reap; /* frees the client from the loop, so no caller
-                          deep in a parse finds it gone */
+    struct event rd;    /* EV_READ, persistent, for the client's life */
+    struct event wr;    /* EV_WRITE, persistent, added only while the socket
+                           did not take all of `out` */
+    bool gone;          /* a send found the client closed or reset: told
+                           from rd's callback, never deep inside a parse */
+    struct px_buf in;   /* read, not parsed yet */
+    struct px_buf out;  /* on its way to the client */
+    struct event reap;  /* frees the client from the loop, so no caller
+                           deep in a parse finds it gone */
+    struct event timer; /* while reading a request: client_tv for its head
+                           from the start, for its body from the last read
+                           (client_timer) */
     char peer[INET6_ADDRSTRLEN];
     enum client_state state;
 
@@ -730,9 +734,10 @@ static void client_parse(struct client *c)
                                           px_buf_data(in), feed);
         enum http_errno err = HTTP_PARSER_ERRNO(&c->req_parser);
         px_buf_consume(in, used);
-        if (c->req_complete)
+        if (c->req_complete) {
             c->scan = (struct head_scan){0}; /* the next request's */
-        else if (!head_checked)
+            event_del(&c->timer);            /* and its own deadline */
+        } else if (!head_checked)
             c->scan.at -= used;
         if (err == HPE_PAUSED) {
             http_parser_pause(&c->req_parser, 0);
@@ -1246,6 +1251,40 @@ static void start_exchange(struct client *c)
     }
 }
 
+/* The client's timer as its state wants it: while a request is read, a
+ * deadline for the head from the moment the proxy is ready for it (bytes
+ * do not push it back, so a head sent a byte at a time is bounded), then
+ * for the body the allowed pause since the last read; off otherwise.
+ * Called after every read and every change of state. */
+static void client_timer(struct client *c)
+{
+    if (c->state != C_READING || c->orphan)
+        event_del(&c->timer);
+    else if (c->scan.done || !event_pending(&c->timer, EV_TIMEOUT, NULL))
+        event_add(&c->timer, &c->px->client_tv);
+}
+
+static void client_finish(struct client *c);
+
+/* A request did not come in time: 408 when one was begun, else (a client
+ * idle between requests) a close. */
+static void on_client_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct client *c = arg;
+    if (c->state != C_READING)
+        return;
+    if (!c->scan.begun && !c->req_begun) {
+        client_kill(c);
+        return;
+    }
+    c->req_keep_alive = false;
+    client_write_error(c, 408, "Request Timeout", NULL,
+                       "the request did not come in time");
+    client_finish(c);
+}
+
 /* Closes the client once its output is written. */
 static void client_finish(struct client *c)
 {
@@ -1272,6 +1311,8 @@ static void client_next(struct client *c)
     client_parse(c);
     if (c->state == C_FLUSHING)
         client_finish(c);
+    if (c->state != C_DEAD)
+        client_timer(c);
 }
 
 /* ---- client connections ---- */
@@ -1310,8 +1351,10 @@ static void on_client_readable(evutil_socket_t fd, short what, void *arg)
         client_parse(c);
     if (c->state == C_FLUSHING)
         client_finish(c);
-    if (c->state != C_DEAD)
+    if (c->state != C_DEAD) {
+        client_timer(c);
         client_flush(c);
+    }
 }
 
 static void on_client_writable(evutil_socket_t fd, short what, void *arg)
@@ -1371,6 +1414,7 @@ static void client_kill(struct client *c)
     give_back(c, GIVE_ABANDON);
     event_del(&c->rd);
     event_del(&c->wr);
+    event_del(&c->timer);
     event_active(&c->reap, EV_TIMEOUT, 0);
 }
 
@@ -1398,6 +1442,7 @@ static void client_free(struct client *c)
     if (c->px->draining && !c->px->clients)
         event_active(&c->px->drained, EV_TIMEOUT, 0);
     event_del(&c->reap);
+    event_del(&c->timer);
     client_close(c);
     px_buf_dispose(&c->in);
     px_buf_dispose(&c->out);
@@ -1438,7 +1483,10 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     event_assign(&c->wr, px->base, fd, EV_WRITE | EV_PERSIST,
                  on_client_writable, c);
     event_assign(&c->reap, px->base, -1, 0, on_reap, c);
-    if (event_add(&c->rd, NULL) != 0) {
+    event_assign(&c->timer, px->base, -1, 0, on_client_timeout, c);
+    if (event_add(&c->rd, NULL) != 0 ||
+        event_add(&c->timer, &px->client_tv) != 0) {
+        event_del(&c->rd);
         evutil_closesocket(fd);
         free(c);
         return;
@@ -1466,6 +1514,10 @@ int px_new(struct event_base *base, struct tide_group *group,
     px->response_timeout =
         opt.response_timeout ? opt.response_timeout : TIDE_SEC(30);
     px->max_body = opt.max_body ? opt.max_body : (size_t)64 << 20;
+    int64_t ct = opt.client_timeout ? opt.client_timeout : TIDE_SEC(60);
+    px->client_tv =
+        (struct timeval){.tv_sec = (time_t)(ct / 1000000000),
+                         .tv_usec = (suseconds_t)(ct % 1000000000 / 1000)};
     struct sockaddr_in sin = {.sin_family = AF_INET,
                               .sin_port = htons((uint16_t)opt.listen_port)};
     if (inet_pton(AF_INET, opt.listen_host ? opt.listen_host : "127.0.0.1",

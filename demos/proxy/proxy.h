@@ -51,6 +51,13 @@ struct px_options {
     int64_t acquire_timeout;  /* ns; preset 5 s */
     int64_t response_timeout; /* ns of upstream silence; preset 30 s */
     size_t max_body;          /* request body bytes at most; preset 64 MiB */
+    /* ns; preset 60 s. A request's head must come whole within it of the
+     * proxy being ready for it (a client idle between requests for as
+     * long is closed), and its body may pause no longer between reads;
+     * a request begun and not finished in time gets 408. So a client
+     * that trickles a head a byte at a time, or stops mid-body, holds its
+     * connection for a bounded time. */
+    int64_t client_timeout;
 };
 
 /* Creates a proxy listening on o's address, serving through `group`

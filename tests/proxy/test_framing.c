@@ -445,6 +445,161 @@ START_TEST(hop_by_hop_headers_of_every_kind_stay_at_the_proxy)
 }
 END_TEST
 
+/* ---- clients that are slow, stop, or say nothing ---- */
+
+static const char *const quick_clients[] = {"--client-timeout", "500", NULL};
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Sends pieces of a request `gap_ms` apart, then reads until the proxy
+ * closes (or 5 s pass). */
+struct slow {
+    int port;
+    const char *pieces[48];
+    int gap_ms;
+    char got[4096];
+    size_t len;
+    bool closed;
+    int64_t took_ms;
+};
+
+static void slow_talk(void *arg)
+{
+    struct slow *w = arg;
+    int64_t t0 = now_ms();
+    int fd = client_connect(w->port);
+    if (fd < 0)
+        return;
+    for (int i = 0; w->pieces[i]; i++) {
+        if (send(fd, w->pieces[i], strlen(w->pieces[i]), MSG_NOSIGNAL) < 0)
+            break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, w->gap_ms) > 0)
+            break; /* an answer (or the close) came before the rest */
+    }
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 5000) <= 0)
+            break;
+        ssize_t n = recv(fd, w->got + w->len, sizeof w->got - 1 - w->len, 0);
+        if (n <= 0) {
+            w->closed = n == 0 || w->len > 0;
+            break;
+        }
+        w->len += (size_t)n;
+    }
+    w->got[w->len] = '\0';
+    w->took_ms = now_ms() - t0;
+    close(fd);
+}
+
+/* A head sent a byte at a time, each byte well within the timeout, is
+ * still bounded: 408 at the head's deadline, then the close. */
+START_TEST(a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline)
+{
+    int port = script_origin_start();
+    proxy_start_with(&port, 1, 1, quick_clients);
+    static const char head[] = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: 123456789"
+                               "0123456789\r\n\r\n";
+    static char bytes[sizeof head][2];
+    struct slow w = {.port = proxy_port(), .gap_ms = 100};
+    for (size_t i = 0; i < 47 && head[i]; i++) {
+        bytes[i][0] = head[i];
+        w.pieces[i] = bytes[i];
+    }
+    run_client(slow_talk, &w, 10000);
+    ck_assert_msg(strncmp(w.got, "HTTP/1.1 408 ", 13) == 0, "%s", w.got);
+    ck_assert(w.closed);
+    ck_assert_msg(w.took_ms >= 450 && w.took_ms < 2000, "%lld ms",
+                  (long long)w.took_ms);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* A body that stops: 408 once it paused past the timeout; a body that
+ * keeps coming, slower in total than the timeout but never pausing that
+ * long, is served. */
+START_TEST(a_body_that_stops_gets_408_and_a_slow_one_is_served)
+{
+    int port = script_origin_start();
+    proxy_start_with(&port, 1, 1, quick_clients);
+    struct slow w = {
+        .port = proxy_port(),
+        .gap_ms = 50,
+        .pieces = {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n",
+                   "abc"}};
+    run_client(slow_talk, &w, 10000);
+    ck_assert_msg(strncmp(w.got, "HTTP/1.1 408 ", 13) == 0, "%s", w.got);
+    ck_assert(w.closed);
+    struct slow k = {
+        .port = proxy_port(),
+        .gap_ms = 250,
+        .pieces = {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n",
+                   "a", "b", "c", "d", "e"}};
+    run_client(slow_talk, &k, 10000);
+    ck_assert_msg(strncmp(k.got, "HTTP/1.1 200 ", 13) == 0, "%s", k.got);
+    ck_assert_msg(k.took_ms >= 1000, "%lld ms", (long long)k.took_ms);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* Clients that connect and say nothing, and one idle after a response,
+ * are closed after the timeout (no 408: no request was begun), and every
+ * descriptor they held is given back. */
+struct idle {
+    int port;
+    int n;
+    int closed;
+};
+
+static void idle_clients(void *arg)
+{
+    struct idle *d = arg;
+    int fds[40];
+    for (int i = 0; i < d->n; i++)
+        fds[i] = client_connect(d->port);
+    static const char req[] = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+    send(fds[0], req, sizeof req - 1, MSG_NOSIGNAL);
+    char buf[512];
+    struct pollfd p0 = {.fd = fds[0], .events = POLLIN};
+    if (poll(&p0, 1, 2000) > 0)
+        (void)recv(fds[0], buf, sizeof buf, 0); /* the response */
+    for (int i = 0; i < d->n; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        if (poll(&p, 1, 3000) > 0 && recv(fds[i], buf, sizeof buf, 0) == 0)
+            d->closed++;
+        close(fds[i]);
+    }
+}
+
+START_TEST(idle_clients_are_closed_after_the_timeout_and_leave_no_fd)
+{
+    int port = script_origin_start();
+    proxy_start_with(&port, 1, 1, quick_clients);
+    int fds_before = fds_open();
+    struct idle d = {.port = proxy_port(), .n = 40};
+    run_client(idle_clients, &d, 15000);
+    ck_assert_int_eq(d.closed, 40);
+    run_ms(50);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_int_eq(s.clients, 0);
+    /* the one upstream connection is kept idle in its pool: its two ends,
+     * the proxy's and the origin's, are both in this process */
+    ck_assert_int_le(fds_open(), fds_before + 2);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
 static Suite *framing_suite(void)
 {
     Suite *s = suite_create("proxy-framing");
@@ -459,6 +614,11 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
     tcase_add_test(tc, hop_by_hop_headers_of_every_kind_stay_at_the_proxy);
+    tcase_add_test(tc,
+                   a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline);
+    tcase_add_test(tc, a_body_that_stops_gets_408_and_a_slow_one_is_served);
+    tcase_add_test(tc,
+                   idle_clients_are_closed_after_the_timeout_and_leave_no_fd);
     suite_add_tcase(s, tc);
     return s;
 }
