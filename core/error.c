@@ -57,8 +57,9 @@ static const struct error_entry errors[] = {
      "nothing idle to hand out now (or callers are queued): acquire instead"},
     {-27, "TIDE_EBUSY", "the resource is not lent out by this pool"},
     {-28, "TIDE_EUNPROVEN",
-     "the resource was made, then found dead before its first loan (the "
-     "peer closed it or sent bytes nobody asked for)"},
+     "the resource was made, then found dead before its first loan or "
+     "failed in it, within a second (the peer closed it, sent bytes nobody "
+     "asked for, or broke the first exchange)"},
     /* tls */
     {-40, "TIDE_EDNS",
      "the host name did not resolve: no such name, no address, or the DNS "

@@ -68,9 +68,10 @@ enum tide_evloop_error {
     TIDE_EMAKETIMEDOUT = -25, /* the factory did not answer in make_timeout */
     TIDE_EWOULDBLOCK = -26,   /* try_acquire: nothing idle to hand out now */
     TIDE_EBUSY = -27,         /* release/discard of a resource not lent */
-    TIDE_EUNPROVEN = -28,     /* made, then found dead before its first
-                                 loan (the peer closed it or spoke first):
-                                 counted as a failed make */
+    TIDE_EUNPROVEN = -28,     /* made, then within a second found dead
+                                 before its first loan (the peer closed it
+                                 or spoke first) or failed in it: counted
+                                 as a failed make */
 };
 
 struct tide_evpool;
