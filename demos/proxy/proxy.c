@@ -1040,10 +1040,15 @@ static void upstream_parse(struct client *c)
     }
     if (!c->resp_done)
         return;
-    /* bytes after the response to our one request: the upstream's fault */
-    give_back(c, len != used            ? GIVE_DISCARD
-                 : c->upstream_reusable ? GIVE_RELEASE
-                                        : GIVE_RETIRE);
+    /* bytes after the response to our one request: the upstream's fault.
+     * A response that came before the whole request went (a 403 to an
+     * upload) served, but the rest of the request would go ahead of the
+     * next one: retired, not released (which would be refused, a failure
+     * to the breaker) */
+    bool unsent = evbuffer_get_length(bufferevent_get_output(c->ub)) > 0;
+    give_back(c, len != used                       ? GIVE_DISCARD
+                 : c->upstream_reusable && !unsent ? GIVE_RELEASE
+                                                   : GIVE_RETIRE);
     c->px->stats.responses++;
     client_next(c);
 }

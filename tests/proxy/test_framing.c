@@ -7,6 +7,7 @@
  * origin in a thread (blocking sockets, one reply per path), as nginx
  * cannot be told to reset mid-body or to answer 1xx; nothing outside the
  * process is needed. */
+#include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -35,7 +36,13 @@ static void teardown(void)
 
 /* What the origin does after its reply, which it picks by the request's
  * path. */
-enum after { KEEP, RESET };
+enum after {
+    KEEP,
+    RESET,
+    /* the reply went before the body was read: the rest of the body is
+     * read and dropped until the proxy closes */
+    EARLY,
+};
 
 struct script {
     const char *path;
@@ -54,6 +61,7 @@ static const struct script scripts[] = {
      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s>\r\n"
      "\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
      KEEP},
+    {"/early", "HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno", EARLY},
     /* more than its length: the rest must never reach another client */
     {"/extra",
      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
@@ -101,16 +109,23 @@ static void serve(int fd)
         memcpy(origin_seen, buf, head < sizeof origin_seen ? head : 0);
         origin_seen[head < sizeof origin_seen ? head : 0] = '\0';
         pthread_mutex_unlock(&seen_lock);
+        const char *path = memchr(buf, ' ', head);
+        size_t at = path ? (size_t)(path - buf) + 1 : head;
         const struct script *s = NULL;
         for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
             size_t pl = strlen(scripts[i].path);
-            if (head > 4 + pl && memcmp(buf + 4, scripts[i].path, pl) == 0 &&
-                buf[4 + pl] == ' ')
+            if (head > at + pl && memcmp(buf + at, scripts[i].path, pl) == 0 &&
+                buf[at + pl] == ' ')
                 s = &scripts[i];
         }
         const char *reply = s ? s->reply : default_reply;
         if (send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0)
             return;
+        if (s && s->after == EARLY) {
+            while (recv(fd, buf, sizeof buf, 0) > 0)
+                continue;
+            return;
+        }
         /* the body, skipped (what is in buf, then the rest) */
         size_t skip = body_length(buf, head);
         size_t in_buf = have - head < skip ? have - head : skip;
@@ -305,6 +320,60 @@ START_TEST(bytes_past_the_length_never_reach_the_next_client)
         ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
     }
     ck_assert_int_eq(atomic_load(&origin_accepts), 2);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* An origin may answer before it read the whole request (a 403 to an
+ * upload, say). The connection cannot carry another request behind the
+ * rest of this one's body, so it is retired, a success: five such answers
+ * in a row leave the breaker (five strikes) closed and the next request
+ * served. */
+struct upload {
+    int port;
+    int status[6];
+    char why[128];
+};
+
+static void uploads(void *arg)
+{
+    struct upload *u = arg;
+    size_t len = 8u << 20;
+    char *body = malloc(len);
+    memset(body, 'u', len);
+    for (int i = 0; i < 6; i++) {
+        int fd = client_connect(u->port);
+        struct response r;
+        if (client_request(fd, "POST", "/early", body, len, false, &r))
+            u->status[i] = r.status;
+        else if (!u->why[0])
+            snprintf(u->why, sizeof u->why,
+                     "%d: no whole response (status %d, %s)", i, r.status,
+                     strerror(errno));
+        response_dispose(&r);
+        close(fd);
+    }
+    free(body);
+}
+
+START_TEST(an_answer_before_the_whole_request_retires_the_connection)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct upload u = {.port = proxy_port()};
+    run_client(uploads, &u, 30000);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(u.status[i] == 403, "%d: %d %s", i, u.status[i], u.why);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.retired, 6);
+    struct tide_group_stats g;
+    tide_group_stats(group, &g);
+    ck_assert_uint_eq(g.pools.dirty, 0);
     proxy_stop();
     script_origin_stop();
 }
@@ -610,6 +679,8 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
     tcase_add_test(tc, interim_responses_go_to_http11_clients_only);
     tcase_add_test(tc, bytes_past_the_length_never_reach_the_next_client);
+    tcase_add_test(tc,
+                   an_answer_before_the_whole_request_retires_the_connection);
     tcase_add_test(tc, ambiguous_request_framing_is_refused_with_400);
     tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
