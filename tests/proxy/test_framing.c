@@ -39,8 +39,8 @@ static void teardown(void)
 enum after {
     KEEP,
     RESET,
-    /* the reply went before the body was read: the rest of the body is
-     * read and dropped until the proxy closes */
+    /* the reply goes before the body is read, which is then read and
+     * dropped (as nginx does) before the next request */
     EARLY,
 };
 
@@ -118,15 +118,11 @@ static void serve(int fd)
                 buf[at + pl] == ' ')
                 s = &scripts[i];
         }
-        const char *reply = s ? s->reply : default_reply;
-        if (send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0)
+        /* the body, skipped (what is in buf, then the rest), after the
+         * reply for EARLY and before it for the others */
+        if (s && s->after == EARLY &&
+            send(fd, s->reply, strlen(s->reply), MSG_NOSIGNAL) < 0)
             return;
-        if (s && s->after == EARLY) {
-            while (recv(fd, buf, sizeof buf, 0) > 0)
-                continue;
-            return;
-        }
-        /* the body, skipped (what is in buf, then the rest) */
         size_t skip = body_length(buf, head);
         size_t in_buf = have - head < skip ? have - head : skip;
         head += in_buf;
@@ -139,6 +135,10 @@ static void serve(int fd)
                 return;
             skip -= (size_t)n;
         }
+        const char *reply = s ? s->reply : default_reply;
+        if (!(s && s->after == EARLY) &&
+            send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0)
+            return;
         if (s && s->after == RESET) {
             /* a pause, so the bytes before the reset are read first */
             struct timespec ms100 = {.tv_nsec = 100000000};
@@ -326,10 +326,11 @@ START_TEST(bytes_past_the_length_never_reach_the_next_client)
 END_TEST
 
 /* An origin may answer before it read the whole request (a 403 to an
- * upload, say). The connection cannot carry another request behind the
- * rest of this one's body, so it is retired, a success: five such answers
- * in a row leave the breaker (five strikes) closed and the next request
- * served. */
+ * upload, say). While the rest of the body is still queued the connection
+ * cannot carry another request, so it is retired, a success (or released
+ * when the rest went out before the answer was read): five such answers
+ * in a row leave the breaker (five strikes) closed, nothing is counted
+ * dirty, and the next request is served. */
 struct upload {
     int port;
     int status[6];
@@ -370,7 +371,7 @@ START_TEST(an_answer_before_the_whole_request_retires_the_connection)
     ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
     struct px_stats s;
     px_stats(proxy, &s);
-    ck_assert_uint_eq(s.retired, 6);
+    ck_assert_uint_ge(s.retired, 1);
     struct tide_group_stats g;
     tide_group_stats(group, &g);
     ck_assert_uint_eq(g.pools.dirty, 0);
