@@ -236,6 +236,27 @@ int tide_evpool_close(struct tide_evpool *p, tide_closed_cb done, void *arg)
 
 static void free_now(struct tide_evpool *p)
 {
+    /* The destroys below run the factory's hooks, which may call the pool
+     * (acquire, give back another loan): from here on it is closing, so an
+     * acquire is refused and a loan given back is destroyed with no reset;
+     * no pump or close is queued; and the events are stopped after the
+     * last hook, whatever the hooks armed. */
+    p->closing = true;
+    p->close_done = true;
+    p->pumping = true;
+    tide__waiters_free_all(p);
+    tide__deadlines_stop_all(p);
+    tide__makes_orphan_all(p);
+    tide__asides_orphan_all(p);
+    for (uint32_t i = 0; i < p->conn_capacity; i++) {
+        struct conn *c = &p->conns[i];
+        if (c->state == CONN_FREE)
+            continue;
+        tide__conn_leave_idle(p, i, CONN_LEAVING);
+        void *resource = c->resource;
+        tide__conn_remove(p, i);
+        tide__resource_destroy(p, resource);
+    }
     tide__upkeep_stop(p);
     event_del(&p->pump);
     tide__wake_stop(&p->retry);
@@ -250,19 +271,6 @@ static void free_now(struct tide_evpool *p)
     event_debug_unassign(&p->leak.ev);
     event_debug_unassign(&p->lag.ev);
     event_debug_unassign(&p->topup_wake.ev);
-    tide__waiters_free_all(p);
-    tide__deadlines_stop_all(p);
-    tide__makes_orphan_all(p);
-    tide__asides_orphan_all(p);
-    for (uint32_t i = 0; i < p->conn_capacity; i++) {
-        struct conn *c = &p->conns[i];
-        if (c->state == CONN_FREE)
-            continue;
-        tide__conn_leave_idle(p, i, CONN_LEAVING);
-        void *resource = c->resource;
-        tide__conn_remove(p, i);
-        tide__resource_destroy(p, resource);
-    }
     tide__conns_dispose(p);
     tide_pool_free(p->core);
     free(p->last_message);

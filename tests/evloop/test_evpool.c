@@ -332,6 +332,56 @@ START_TEST(free_with_work_in_flight_leaves_nothing_behind)
 }
 END_TEST
 
+/* What a destroy hook calls while free destroys the pool's resources (the
+ * factory rules allow an acquire, and giving back another loan). */
+struct at_free {
+    bool freeing;
+    bool called;
+    int acquire_rc;
+    int release_rc;
+    struct answer *loans[2];
+};
+static struct at_free at_free;
+
+static void call_pool_from_destroy(const char *hook, struct fake *f)
+{
+    if (!at_free.freeing || at_free.called || strcmp(hook, "destroy") != 0)
+        return;
+    at_free.called = true;
+    at_free.acquire_rc = acquire_rc(TIDE_MS(10), NULL, NULL);
+    struct answer *other =
+        at_free.loans[0]->resource == f ? at_free.loans[1] : at_free.loans[0];
+    at_free.release_rc = tide_evpool_release(fx->pool, other->resource);
+}
+
+/* A pool being freed is closing to its hooks: an acquire is refused, a loan
+ * given back is destroyed with no reset started, and nothing they do leaves
+ * an event of the freed pool armed in the loop. */
+START_TEST(hooks_called_during_free_meet_a_closing_pool)
+{
+    at_free = (struct at_free){.acquire_rc = 1, .release_rc = 1};
+    fx->resets = true;
+    fixture_pool(NULL);
+    at_free.loans[0] = acquired();
+    at_free.loans[1] = acquired();
+    fx->probe = call_pool_from_destroy;
+    int resets = fx->resets_run;
+    at_free.freeing = true;
+    tide_evpool_free(fx->pool);
+    fx->pool = NULL;
+    ck_assert(at_free.called);
+    ck_assert_int_eq(at_free.acquire_rc, TIDE_ECLOSED);
+    ck_assert_int_eq(at_free.release_rc, 0);
+    ck_assert_int_eq(fx->resets_run, resets);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(((struct fake *)at_free.loans[i]->resource)->destroyed,
+                         1);
+        at_free.loans[i]->resource = NULL;
+    }
+    run_ms(5); /* an event of the freed pool left armed would run here */
+}
+END_TEST
+
 START_TEST(stats_count_and_wait_percentiles)
 {
     struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1)};
@@ -528,6 +578,7 @@ static Suite *evpool_suite(void)
     tcase_add_test(tc,
                    close_wakes_every_waiter_and_destroys_each_resource_once);
     tcase_add_test(tc, close_destroys_idle_at_once_and_calls_done_once);
+    tcase_add_test(tc, hooks_called_during_free_meet_a_closing_pool);
     tcase_add_test(tc, acquire_after_close_is_refused);
     tcase_add_test(tc, close_fails_a_waiter_whose_resource_was_set_aside);
     tcase_add_test(tc, close_from_inside_an_acquire_callback);
