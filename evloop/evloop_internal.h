@@ -435,6 +435,10 @@ void tide__loan_start(struct tide_evpool *p, uint32_t i);
 /* Takes back a loan the caller never saw (set aside for a waiter that was
  * cancelled before delivery): no loan counted, no reusable() asked. */
 void tide__loan_undo(struct tide_evpool *p, uint32_t i);
+/* The same for a resource lent to a caller who gave it up before seeing it
+ * (a cancel of an answer ready but not delivered, here or in a group), the
+ * clock read for its give: false when p has no such loan. */
+bool tide__loan_unseen(struct tide_evpool *p, void *resource);
 /* Moves conn i to `to` and, if it was idle, stops watching it. The state
  * moves first, so a loss reported from inside watch(false) is refused. */
 void tide__conn_leave_idle(struct tide_evpool *p, uint32_t i,

@@ -775,10 +775,12 @@ void tide_group_cancel(struct tide_group_acquire *a, bool notify)
         break;
     case ACQ_READY:
         /* answered but not delivered: a resource the caller never saw
-         * goes back to its pool */
+         * goes back to its pool as the pool's own cancel would give it,
+         * as if never lent (no loan counted, nothing for reusable() to
+         * judge, no outcome for the breaker) */
         if (a->status == 0 && a->answered_by) {
             a->answered_by->lent--;
-            (void)tide_evpool_release(a->answered_by->pool, a->resource);
+            (void)tide__loan_unseen(a->answered_by->pool, a->resource);
         }
         if (a->answered_by)
             unref(a->answered_by);

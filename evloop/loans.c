@@ -26,6 +26,16 @@ void tide__loan_undo(struct tide_evpool *p, uint32_t i)
     tide__conn_give(p, i);
 }
 
+bool tide__loan_unseen(struct tide_evpool *p, void *resource)
+{
+    uint32_t i = tide__conn_find(p, resource);
+    if (i == CONN_NONE || p->conns[i].state != CONN_LENT)
+        return false;
+    tide__evpool_clock(p);
+    tide__loan_undo(p, i);
+    return true;
+}
+
 void tide__report(struct tide_evpool *p, bool ok)
 {
     if (p->breaker) /* without one the core has nothing to tell */

@@ -211,10 +211,8 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
      * the caller never saw it, so it is no loan for retire_after and no
      * release for reusable() to judge */
     TIDE__LIST_UNLINK(&p->ready, w);
-    if (w->status == 0 && w->resource) {
-        tide__evpool_clock(p);
-        tide__loan_undo(p, tide__conn_find(p, w->resource));
-    }
+    if (w->status == 0 && w->resource)
+        (void)tide__loan_unseen(p, w->resource);
     if (notify) {
         w->status = TIDE_ECANCELLED;
         w->resource = NULL;

@@ -673,7 +673,11 @@ END_TEST
 
 START_TEST(a_cancel_after_the_answer_was_set_returns_the_resource)
 {
-    add(0, OK_NOW, NULL);
+    /* as if never lent: a loan nobody saw does not count toward
+     * retire_after (retired after one loan, it would be destroyed) */
+    struct tide_evpool_options o = *pool_options();
+    o.retire_after = 1;
+    add(0, OK_NOW, &o);
     /* both are served in the pool's one round; the first's callback
      * cancels the second, whose resource is set aside but not delivered */
     struct tide_group_acquire *h;
@@ -688,6 +692,7 @@ START_TEST(a_cancel_after_the_answer_was_set_returns_the_resource)
     tide_group_upstream_stats(ups[0].u, &s, NULL);
     ck_assert_int_eq(s.lent, 1);
     ck_assert_int_eq(s.idle, 1); /* b's went back to the pool */
+    ck_assert_int_eq(s.destroyed, 0);
     ck_assert_int_eq(stats().lent, 1);
 }
 END_TEST
