@@ -214,8 +214,11 @@ void tide_evpool_cancel(struct tide_acquire *w, bool notify)
     if (w->status == 0 && w->resource)
         (void)tide__loan_unseen(p, w->resource);
     if (notify) {
+        /* a cancel's own answer: nothing of the one it replaces */
         w->status = TIDE_ECANCELLED;
         w->resource = NULL;
+        w->guard = TIDE_GUARD_NONE;
+        w->retry_after = 0;
         forget_message(w);
         TIDE__LIST_APPEND(&p->ready, w);
         tide__serve_schedule(p);

@@ -153,6 +153,44 @@ START_TEST(cancel_with_notify_answers_once_with_ecancelled)
 }
 END_TEST
 
+/* a cancels b from its callback, once */
+static struct tide_acquire *to_cancel;
+
+static void cancel_the_other(struct answer *a)
+{
+    (void)a;
+    if (to_cancel)
+        tide_evpool_cancel(to_cancel, true);
+    to_cancel = NULL;
+}
+
+/* Cancelled after a refusal was given but before it was delivered, a
+ * caller hears the cancel alone: no guard or retry time of the refusal it
+ * never saw. */
+START_TEST(cancel_with_notify_of_a_refusal_says_nothing_of_it)
+{
+    struct tide_breaker_options br = {.policy = TIDE_BREAKER_STRIKES,
+                                      .cooldown = TIDE_SEC(5)};
+    struct tide_evpool_options o = {.ward = {.breaker = &br}};
+    fixture_pool(&o);
+    for (int i = 0; i < 5; i++) /* five strikes: open, 5 s to a probe */
+        ck_assert_int_eq(tide_evpool_discard(fx->pool, acquired()->resource),
+                         0);
+    struct answer *a = acquire(0, NULL);
+    struct answer *b = acquire(0, &to_cancel);
+    fx->answer_probe = cancel_the_other;
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_int_eq(a->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(a->guard, TIDE_GUARD_BREAKER);
+    ck_assert_int_gt(a->retry_after, 0);
+    ck_assert_int_eq(b->calls, 1);
+    ck_assert_int_eq(b->status, TIDE_ECANCELLED);
+    ck_assert_int_eq(b->guard, TIDE_GUARD_NONE);
+    ck_assert_int_eq(b->retry_after, 0);
+    ck_assert_str_eq(b->message, tide_strerror(TIDE_ECANCELLED));
+}
+END_TEST
+
 START_TEST(cancel_with_notify_of_a_served_waiter_passes_the_resource_on)
 {
     pool_of(1);
@@ -602,6 +640,7 @@ static Suite *waiters_suite(void)
     tcase_add_test(tc, cancelled_waiter_passes_its_make_on);
     tcase_add_test(tc, cancelled_waiter_passes_its_resource_on);
     tcase_add_test(tc, cancel_with_notify_answers_once_with_ecancelled);
+    tcase_add_test(tc, cancel_with_notify_of_a_refusal_says_nothing_of_it);
     tcase_add_test(
         tc, cancel_with_notify_of_a_served_waiter_passes_the_resource_on);
     tcase_add_test(tc, cancel_without_notify_never_calls_back);
