@@ -36,6 +36,30 @@ static struct tide_smtp_options fake_options(int64_t size)
     };
 }
 
+/* The scripted server up with these rules, and a sender with a pool of
+ * `size` to it: how every scenario here begins. */
+static struct tide_smtp_sender *fake_sender(const struct fake_rule *rules,
+                                            size_t n, int64_t size)
+{
+    fake_up(rules, n);
+    struct tide_smtp_options o = fake_options(size);
+    return sender_new(&o);
+}
+
+/* As fake_sender with a pool of 1 whose sessions open in plaintext and go
+ * over to TLS by STARTTLS, verifying "localhost". The TLS options may end
+ * here: the sender borrows them for its creation only. */
+static struct tide_smtp_sender *
+fake_starttls_sender(const struct fake_rule *rules, size_t n)
+{
+    fake_up(rules, n);
+    struct tide_tls_options tls = tls_options("localhost");
+    struct tide_smtp_options o = fake_options(1);
+    o.tls = &tls;
+    o.starttls = true;
+    return sender_new(&o);
+}
+
 /* A message size the kernel cannot take in whole from a sender whose peer
  * reads nothing: twice the largest send buffer TCP may grow to (the
  * buffer's accounting lets about half of it hold data; 2 MiB of a 4 MiB
@@ -70,9 +94,7 @@ START_TEST(stalled_upload_is_sent_again_not_maybe_delivered)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_DATA, .conn = 1, .act = FAKE_STALL, .reply = "354 go\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     size_t big = beyond_the_kernel();
     char *body = malloc(big + 1);
     ck_assert_ptr_nonnull(body);
@@ -98,9 +120,7 @@ START_TEST(stalled_upload_everywhere_fails_as_not_delivered)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_DATA, .act = FAKE_STALL, .reply = "354 go\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     size_t big = beyond_the_kernel();
     char *body = calloc(1, big + 1);
     ck_assert_ptr_nonnull(body);
@@ -124,9 +144,7 @@ static void lost_after_the_dot(enum fake_act act)
     const struct fake_rule rules[] = {
         {.cmd = FAKE_DOT, .act = act},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(2);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 2);
     struct sent a = send_wait(s, "d", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == TIDE_SMTP_EUNKNOWN, "%d %s", a.status, a.text);
     ck_assert_msg(strstr(a.text, "may have been delivered"), "%s", a.text);
@@ -160,9 +178,7 @@ START_TEST(verdict_followed_by_more_is_still_the_verdict)
         {.cmd = FAKE_DOT,
          .reply = "250 2.0.0 queued as 1\r\n250 2.0.0 and again\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     struct sent a = send_wait(s, "v1", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
     ck_assert_int_eq(a.reply, 250);
@@ -185,12 +201,7 @@ START_TEST(reply_out_of_turn_in_the_opening_is_named)
         {.cmd = FAKE_GREETING, .reply = "220 fake.test\r\n250 surprise\r\n"},
         {.cmd = FAKE_EHLO, .reply = "250-fake.test\r\n250 STARTTLS\r\n"},
     };
-    fake_up(rules, 2);
-    struct tide_tls_options tls = tls_options("localhost");
-    struct tide_smtp_options o = fake_options(1);
-    o.tls = &tls;
-    o.starttls = true;
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_starttls_sender(rules, 2);
     struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
     ck_assert_msg(strstr(a.text, "greeting"), "%s", a.text);
@@ -210,12 +221,7 @@ START_TEST(bytes_after_the_starttls_go_ahead_fail_the_opening)
         {.cmd = FAKE_STARTTLS,
          .reply = "220 2.0.0 go ahead\r\n250-injected\r\n250 AUTH PLAIN\r\n"},
     };
-    fake_up(rules, 2);
-    struct tide_tls_options tls = tls_options("localhost");
-    struct tide_smtp_options o = fake_options(1);
-    o.tls = &tls;
-    o.starttls = true;
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_starttls_sender(rules, 2);
     struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
     ck_assert_msg(strstr(a.text, "STARTTLS"), "%s", a.text);
@@ -235,9 +241,7 @@ START_TEST(server_without_ehlo_gets_helo)
         {.cmd = FAKE_EHLO,
          .reply = "502 5.5.2 Error: command not recognized\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     struct sent a = send_wait(s, "old", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
     ck_assert_int_eq(fake.seen[FAKE_HELO], 1);
@@ -252,12 +256,7 @@ START_TEST(server_without_ehlo_cannot_give_starttls)
         {.cmd = FAKE_EHLO,
          .reply = "502 5.5.2 Error: command not recognized\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_tls_options tls = tls_options("localhost");
-    struct tide_smtp_options o = fake_options(1);
-    o.tls = &tls;
-    o.starttls = true;
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_starttls_sender(rules, 1);
     struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == TIDE_SMTP_EPERMANENT, "%d %s", a.status, a.text);
     ck_assert_msg(strstr(a.text, "502"), "%s", a.text);
@@ -276,9 +275,7 @@ START_TEST(wrong_kind_of_reply_to_data_is_a_protocol_error)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_DATA, .reply = "250 2.0.0 OK\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     struct sent a = send_wait(s, "w", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
     ck_assert_int_eq(a.reply, 250);
@@ -295,9 +292,7 @@ START_TEST(wrong_kind_of_reply_to_ehlo_is_a_protocol_error)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_EHLO, .reply = "220 fake.test ESMTP\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     struct sent a = send_wait(s, "w", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == TIDE_SMTP_EPROTOCOL, "%d %s", a.status, a.text);
     ck_assert_msg(strstr(a.text, "EHLO: 220"), "%s", a.text);
@@ -313,9 +308,7 @@ START_TEST(reset_after_rcpt_is_sent_again_once)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_RCPT, .conn = 1, .act = FAKE_RESET},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     struct sent a = send_wait(s, "r", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
     ck_assert_int_eq(a.attempts, 2);
@@ -343,9 +336,7 @@ START_TEST(stale_sessions_one_after_another_cost_no_message)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_MAIL, .after = 1, .act = FAKE_RESET},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(3);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 3);
     struct sent first[3];
     memset(first, 0, sizeof first);
     for (int i = 0; i < 3; i++)
@@ -375,9 +366,7 @@ START_TEST(fresh_sessions_breaking_are_tried_twice_only)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_MAIL, .act = FAKE_RESET},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(3);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 3);
     struct sent a = send_wait(s, "x", one, 1, "hello\r\n", 5000);
     ck_assert_int_eq(a.status, TIDE_ECONN_BROKEN);
     ck_assert_int_eq(a.attempts, 2);
@@ -416,9 +405,7 @@ START_TEST(no_caller_gets_another_callers_verdict)
          .times = 1,
          .reply = "451 4.3.0 try later\r\n"},
     };
-    fake_up(rules, 3);
-    struct tide_smtp_options o = fake_options(3);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 3, 3);
     static struct many m;
     memset(&m, 0, sizeof m);
     for (int i = 0; i < MANY; i++) {
@@ -468,9 +455,7 @@ START_TEST(rset_refused_closes_the_session)
     static const struct fake_rule rules[] = {
         {.cmd = FAKE_RSET, .reply = "500 5.5.1 RSET? never heard of it\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     struct sent a = send_wait(s, "a", one, 1, "hello\r\n", 5000);
     ck_assert_msg(a.status == 0, "%d %s", a.status, a.text);
     a = send_wait(s, "b", one, 1, "hello\r\n", 5000);
@@ -493,9 +478,7 @@ START_TEST(refused_at_the_end_of_data_keeps_the_session)
          .times = 1,
          .reply = "554 5.7.1 rejected as spam\r\n"},
     };
-    fake_up(rules, 1);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(rules, 1, 1);
     struct sent a = send_wait(s, "s", one, 1, "buy now\r\n", 5000);
     ck_assert_int_eq(a.status, TIDE_SMTP_EPERMANENT);
     ck_assert_int_eq(a.reply, 554);
@@ -588,9 +571,7 @@ END_TEST
  * may give: "" is sent as <> and the message goes. */
 START_TEST(null_reverse_path_is_sent)
 {
-    fake_up(NULL, 0);
-    struct tide_smtp_options o = fake_options(1);
-    struct tide_smtp_sender *s = sender_new(&o);
+    struct tide_smtp_sender *s = fake_sender(NULL, 0, 1);
     struct sent a;
     memset(&a, 0, sizeof a);
     ck_assert_int_eq(
