@@ -46,6 +46,24 @@ static void finish(struct run *r)
     tide_tls_factory_free(r->f);
 }
 
+/* A client context trusting the test CA and an empty session cache, for
+ * the tests that give both to several factories: with context and cache
+ * shared, only the cache's key keeps their sessions apart. Free both with
+ * shared_ctx_free. */
+static SSL_CTX *shared_ctx_new(struct tide_tls_sessions **cache)
+{
+    ck_assert_int_eq(tide_tls_sessions_new(0, cache), 0);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), fx->pki.ca);
+    return ctx;
+}
+
+static void shared_ctx_free(SSL_CTX *ctx, struct tide_tls_sessions *cache)
+{
+    SSL_CTX_free(ctx);
+    tide_tls_sessions_free(cache);
+}
+
 /* A new connection (nothing idle), used for one echo (which also lets
  * OpenSSL read the tickets that follow the handshake). */
 static struct bufferevent *fresh(struct run *r)
@@ -180,9 +198,7 @@ START_TEST(sessions_stay_with_their_upstream)
     struct run r;
     serve(&r, 0, 0);
     struct tide_tls_sessions *cache;
-    ck_assert_int_eq(tide_tls_sessions_new(0, &cache), 0);
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), fx->pki.ca);
+    SSL_CTX *ctx = shared_ctx_new(&cache);
     struct tide_tls_options o = {
         .tcp = {.host = "localhost", .port = r.s.port},
         .ctx = ctx,
@@ -214,8 +230,7 @@ START_TEST(sessions_stay_with_their_upstream)
     finish(&same);
     finish(&other);
     finish(&r);
-    SSL_CTX_free(ctx);
-    tide_tls_sessions_free(cache);
+    shared_ctx_free(ctx, cache);
     server_stop(&r.s);
 }
 END_TEST
@@ -235,9 +250,7 @@ START_TEST(sessions_stay_with_their_port_sni_alpn_and_verification)
     SSL_CTX *sctx = server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL);
     ck_assert(server_start(&s2, fx->base, AF_INET, 0, sctx));
     struct tide_tls_sessions *cache;
-    ck_assert_int_eq(tide_tls_sessions_new(0, &cache), 0);
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), fx->pki.ca);
+    SSL_CTX *ctx = shared_ctx_new(&cache);
     const struct tide_tls_options base = {
         .tcp = {.host = "localhost", .port = r.s.port},
         .ctx = ctx,
@@ -272,8 +285,7 @@ START_TEST(sessions_stay_with_their_port_sni_alpn_and_verification)
 
     release(&r, a);
     finish(&r);
-    SSL_CTX_free(ctx);
-    tide_tls_sessions_free(cache);
+    shared_ctx_free(ctx, cache);
     server_stop(&s2);
     server_stop(&r.s);
 }
@@ -289,9 +301,7 @@ START_TEST(names_holding_a_separator_do_not_share_sessions)
     struct run r;
     serve(&r, 0, 0);
     struct tide_tls_sessions *cache;
-    ck_assert_int_eq(tide_tls_sessions_new(0, &cache), 0);
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), fx->pki.ca);
+    SSL_CTX *ctx = shared_ctx_new(&cache);
     struct tide_tls_options o = {
         .tcp = {.host = "localhost", .port = r.s.port},
         .ctx = ctx,
@@ -314,8 +324,7 @@ START_TEST(names_holding_a_separator_do_not_share_sessions)
     release(&r, a);
     finish(&other);
     finish(&r);
-    SSL_CTX_free(ctx);
-    tide_tls_sessions_free(cache);
+    shared_ctx_free(ctx, cache);
     server_stop(&r.s);
 }
 END_TEST
