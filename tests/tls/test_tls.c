@@ -40,6 +40,16 @@ static struct got *connect_with(struct tls *t, const struct tide_tls_options *o)
     return acquire_wait(&t->tp, &t->g, 10000);
 }
 
+/* A server presenting cert (any version) and one acquire through a factory
+ * with the preset options for host, the test CA trusted: how every test
+ * that needs nothing else of the options begins. */
+static struct got *dial(struct tls *t, X509 *cert, const char *host)
+{
+    serve(t, cert, 0);
+    struct tide_tls_options o = tls_options(host, &t->s);
+    return connect_with(t, &o);
+}
+
 static struct tide_net_stats stats(struct tls *t)
 {
     struct tide_net_stats st;
@@ -68,9 +78,7 @@ static long verify_result(struct tls *t)
 START_TEST(verified_connection_carries_data)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     ck_assert_int_eq(t.g.status, 0);
     ck_assert_str_eq(echo(t.g.bev, "secret", 2000), "secret");
     SSL *ssl = bufferevent_openssl_get_ssl(t.g.bev);
@@ -85,9 +93,7 @@ END_TEST
 START_TEST(ip_literal_is_verified_against_the_ip)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("127.0.0.1", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "127.0.0.1");
     ck_assert_int_eq(t.g.status, 0);
     ck_assert_str_eq(t.s.sni, ""); /* no SNI for an address (RFC 6066) */
     finish(&t);
@@ -97,9 +103,7 @@ END_TEST
 START_TEST(self_signed_certificate_is_untrusted)
 {
     struct tls t;
-    serve(&t, fx->pki.self, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.self, "localhost");
     ck_assert_int_eq(t.g.status, TIDE_EUNTRUSTED);
     ck_assert_int_eq(verify_result(&t), X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT);
     char text[320];
@@ -115,9 +119,7 @@ END_TEST
 START_TEST(unknown_issuer_is_untrusted)
 {
     struct tls t;
-    serve(&t, fx->pki.stranger, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.stranger, "localhost");
     ck_assert_int_eq(t.g.status, TIDE_EUNTRUSTED);
     ck_assert_int_eq(verify_result(&t),
                      X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
@@ -128,9 +130,7 @@ END_TEST
 START_TEST(wrong_name_is_a_name_mismatch)
 {
     struct tls t;
-    serve(&t, fx->pki.other, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.other, "localhost");
     ck_assert_int_eq(t.g.status, TIDE_ENAME_MISMATCH);
     ck_assert_int_eq(verify_result(&t), X509_V_ERR_HOSTNAME_MISMATCH);
     ck_assert_ptr_nonnull(strstr(t.g.message, "hostname mismatch"));
@@ -141,9 +141,7 @@ END_TEST
 START_TEST(wrong_ip_is_a_name_mismatch)
 {
     struct tls t;
-    serve(&t, fx->pki.other, 0);
-    struct tide_tls_options o = tls_options("127.0.0.1", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.other, "127.0.0.1");
     ck_assert_int_eq(t.g.status, TIDE_ENAME_MISMATCH);
     ck_assert_int_eq(verify_result(&t), X509_V_ERR_IP_ADDRESS_MISMATCH);
     finish(&t);
@@ -156,9 +154,7 @@ END_TEST
 START_TEST(certificate_without_a_san_is_a_name_mismatch)
 {
     struct tls t;
-    serve(&t, fx->pki.no_san, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.no_san, "localhost");
     ck_assert_int_eq(t.g.status, TIDE_ENAME_MISMATCH);
     ck_assert_int_eq(verify_result(&t), X509_V_ERR_HOSTNAME_MISMATCH);
     finish(&t);
@@ -168,16 +164,12 @@ END_TEST
 START_TEST(common_name_is_not_read_beside_an_ip_san)
 {
     struct tls t;
-    serve(&t, fx->pki.ip_san, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.ip_san, "localhost");
     ck_assert_int_eq(t.g.status, TIDE_ENAME_MISMATCH);
     finish(&t);
 
     /* the SAN it has is honoured */
-    serve(&t, fx->pki.ip_san, 0);
-    o = tls_options("127.0.0.1", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.ip_san, "127.0.0.1");
     ck_assert_int_eq(t.g.status, 0);
     finish(&t);
 }
@@ -240,9 +232,7 @@ END_TEST
 START_TEST(expired_certificate_is_expired)
 {
     struct tls t;
-    serve(&t, fx->pki.expired, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.expired, "localhost");
     ck_assert_int_eq(t.g.status, TIDE_EEXPIRED);
     ck_assert_int_eq(verify_result(&t), X509_V_ERR_CERT_HAS_EXPIRED);
     finish(&t);
@@ -266,9 +256,7 @@ END_TEST
 START_TEST(sni_is_seen_by_the_server)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     ck_assert_int_eq(t.g.status, 0);
     ck_assert_str_eq(t.s.sni, "localhost");
     finish(&t);
@@ -741,9 +729,7 @@ static bool server_saw_close(void *arg)
 START_TEST(close_sends_close_notify)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     ck_assert_int_eq(t.g.status, 0);
     ck_assert_str_eq(echo(t.g.bev, "bye", 2000), "bye");
     struct server_conn *c = t.s.conns;
@@ -769,9 +755,7 @@ static bool one_lost(void *arg)
 START_TEST(idle_close_notify_is_dropped)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     ck_assert_str_eq(echo(t.g.bev, "warm", 2000), "warm");
     ck_assert_int_eq(tide_evpool_release(t.tp.pool, t.g.bev), 0);
     t.g.calls = 0;
@@ -785,9 +769,7 @@ END_TEST
 START_TEST(idle_reset_is_dropped)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     ck_assert_str_eq(echo(t.g.bev, "warm", 2000), "warm");
     ck_assert_int_eq(tide_evpool_release(t.tp.pool, t.g.bev), 0);
     t.g.calls = 0;
@@ -800,9 +782,7 @@ END_TEST
 START_TEST(idle_application_bytes_are_dropped)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     ck_assert_str_eq(echo(t.g.bev, "warm", 2000), "warm");
     ck_assert_int_eq(tide_evpool_release(t.tp.pool, t.g.bev), 0);
     t.g.calls = 0;
@@ -837,9 +817,7 @@ static bool classified(void *arg)
 START_TEST(reset_mid_loan_goes_to_discard)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     ck_assert_int_eq(t.g.status, 0);
     struct classified c = {0};
     bufferevent_setcb(t.g.bev, NULL, NULL, classify_event, &c);
@@ -857,9 +835,7 @@ END_TEST
 START_TEST(peer_close_mid_loan_reads_as_peer_closed)
 {
     struct tls t;
-    serve(&t, fx->pki.good, 0);
-    struct tide_tls_options o = tls_options("localhost", &t.s);
-    connect_with(&t, &o);
+    dial(&t, fx->pki.good, "localhost");
     /* the server must have read the client's Finished: a socket closed
      * with unread bytes sends a reset, not a FIN */
     ck_assert(run_until(server_handshaken, &t.s, 2000));
