@@ -117,28 +117,11 @@ START_TEST(starttls_required_refuses_a_plaintext_sender_in_its_words)
 }
 END_TEST
 
-START_TEST(certificate_with_the_wrong_name_is_refused)
-{
-    server_up(&(struct smtp_server_opts){
-        .cert = sx->pki.other, .key = sx->pki.key, .require_starttls = true});
-    struct tide_tls_options tls = tls_options("localhost");
-    struct tide_smtp_options o = starttls_options(&tls, 1);
-    struct tide_smtp_sender *s = sender_new(&o);
-    struct sent a = send_wait(s, "x", one, 1, "secret\r\n", 5000);
-    ck_assert_int_eq(a.status, TIDE_ENAME_MISMATCH);
-    struct smtp_record r = record_now();
-    ck_assert_int_eq(r.n, 0);
-    ck_assert_int_ge(r.conns, 1);
-    smtp_record_free(&r);
-    struct tide_smtp_stats st = sender_end(s);
-    ck_assert_uint_eq(st.net.made, 0);
-}
-END_TEST
-
 /* A certificate the sender cannot trust (self-signed, from a CA no one
- * trusts, expired) ends the opening after STARTTLS with the reason, and no
- * byte of a message is sent: in plaintext, the message would go to
- * whoever answered. */
+ * trusts, expired, for another name) ends the opening after STARTTLS with
+ * the code (and the reason, `why`, when not NULL), and no byte of a
+ * message is sent: in plaintext, the message would go to whoever
+ * answered. */
 static void bad_certificate_is_refused(X509 *cert, int code, const char *why)
 {
     server_up(&(struct smtp_server_opts){
@@ -148,7 +131,8 @@ static void bad_certificate_is_refused(X509 *cert, int code, const char *why)
     struct tide_smtp_sender *s = sender_new(&o);
     struct sent a = send_wait(s, "x", one, 1, "secret\r\n", 5000);
     ck_assert_msg(a.status == code, "%d %s", a.status, a.text);
-    ck_assert_msg(strstr(a.text, why), "%s", a.text);
+    if (why)
+        ck_assert_msg(strstr(a.text, why), "%s", a.text);
     struct smtp_record r = record_now();
     ck_assert_int_eq(r.n, 0);
     ck_assert_int_ge(r.conns, 1);
@@ -156,6 +140,12 @@ static void bad_certificate_is_refused(X509 *cert, int code, const char *why)
     struct tide_smtp_stats st = sender_end(s);
     ck_assert_uint_eq(st.net.made, 0);
 }
+
+START_TEST(certificate_with_the_wrong_name_is_refused)
+{
+    bad_certificate_is_refused(sx->pki.other, TIDE_ENAME_MISMATCH, NULL);
+}
+END_TEST
 
 START_TEST(self_signed_certificate_is_refused)
 {
