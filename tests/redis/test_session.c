@@ -40,10 +40,27 @@ static void ok(struct tide_redis_client *c, int argc, const char *const *argv)
        (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)),    \
        (const char *[]){__VA_ARGS__})
 
-START_TEST(multi_left_open_never_lent)
+/* A client whose pool holds one connection: one given back is the next
+ * command's, so a session it kept would show in that command's reply. */
+static struct tide_redis_client *client_of_one(void)
 {
     struct tide_redis_options o = tcp_options(1);
-    struct tide_redis_client *c = client_new(&o);
+    return client_new(&o);
+}
+
+/* Sends the n commands as one pipeline (asserted taken) and waits until
+ * the last is answered: each records into its own struct answer (its
+ * arg), and the replies come in order, so all are in then. */
+static void pipeline_wait(struct tide_redis_client *c, size_t n,
+                          const struct tide_redis_cmd *cmds)
+{
+    ck_assert_int_eq(tide_redis_pipeline(c, n, cmds), 0);
+    ck_assert(run_until(answered, cmds[n - 1].arg, 5000));
+}
+
+START_TEST(multi_left_open_never_lent)
+{
+    struct tide_redis_client *c = client_of_one();
     OK(c, "SET", "k", "v");
     struct answer a = CMD(c, "MULTI");
     ck_assert_int_eq(a.status, 0);
@@ -67,8 +84,7 @@ START_TEST(multi_left_open_never_lent)
         {.argc = 3, .argv = set, .cb = record, .arg = &got[1]},
         {.argc = 1, .argv = exec, .cb = record, .arg = &got[2]},
     };
-    ck_assert_int_eq(tide_redis_pipeline(c, 3, cmds), 0);
-    ck_assert(run_until(answered, &got[2], 5000));
+    pipeline_wait(c, 3, cmds);
     ck_assert_str_eq(got[1].str, "QUEUED");
     ck_assert_int_eq(got[2].type, REDIS_REPLY_ARRAY);
     ck_assert_uint_eq(got[2].elements, 1);
@@ -84,8 +100,7 @@ END_TEST
 
 START_TEST(select_never_lent)
 {
-    struct tide_redis_options o = tcp_options(1);
-    struct tide_redis_client *c = client_new(&o);
+    struct tide_redis_client *c = client_of_one();
     OK(c, "SET", "k", "db0");
     OK(c, "select", "5"); /* any case */
     expect_str(c, "k", "db0");
@@ -97,8 +112,7 @@ START_TEST(select_never_lent)
         {.argc = 2, .argv = select, .cb = record, .arg = &got[0]},
         {.argc = 3, .argv = set, .cb = record, .arg = &got[1]},
     };
-    ck_assert_int_eq(tide_redis_pipeline(c, 2, cmds), 0);
-    ck_assert(run_until(answered, &got[1], 5000));
+    pipeline_wait(c, 2, cmds);
     ck_assert_int_eq(got[1].status, 0);
     answer_clear(&got[0]);
     answer_clear(&got[1]);
@@ -121,8 +135,7 @@ END_TEST
 
 START_TEST(subscribe_never_lent)
 {
-    struct tide_redis_options o = tcp_options(1);
-    struct tide_redis_client *c = client_new(&o);
+    struct tide_redis_client *c = client_of_one();
     OK(c, "SET", "k", "v");
     struct answer a = CMD(c, "SUBSCRIBE", "news");
     ck_assert_int_eq(a.status, 0);
@@ -152,8 +165,7 @@ END_TEST
 
 START_TEST(watch_left_open_never_lent)
 {
-    struct tide_redis_options o = tcp_options(1);
-    struct tide_redis_client *c = client_new(&o);
+    struct tide_redis_client *c = client_of_one();
     OK(c, "SET", "k", "v");
     OK(c, "WATCH", "k");
     /* someone else changes k: a connection still watching it would abort
@@ -170,8 +182,7 @@ START_TEST(watch_left_open_never_lent)
         {.argc = 2, .argv = incr, .cb = record, .arg = &got[1]},
         {.argc = 1, .argv = exec, .cb = record, .arg = &got[2]},
     };
-    ck_assert_int_eq(tide_redis_pipeline(c, 3, cmds), 0);
-    ck_assert(run_until(answered, &got[2], 5000));
+    pipeline_wait(c, 3, cmds);
     ck_assert_msg(got[2].type == REDIS_REPLY_ARRAY,
                   "EXEC: type %d (an aborted transaction is nil, 4)",
                   got[2].type);
@@ -187,8 +198,7 @@ START_TEST(watch_left_open_never_lent)
         {.argc = 2, .argv = incr, .cb = record, .arg = &four[2]},
         {.argc = 1, .argv = exec, .cb = record, .arg = &four[3]},
     };
-    ck_assert_int_eq(tide_redis_pipeline(c, 4, wcmds), 0);
-    ck_assert(run_until(answered, &four[3], 5000));
+    pipeline_wait(c, 4, wcmds);
     ck_assert_int_eq(four[3].type, REDIS_REPLY_ARRAY);
     for (int i = 0; i < 4; i++)
         answer_clear(&four[i]);
@@ -201,8 +211,7 @@ END_TEST
 
 START_TEST(client_setname_never_lent)
 {
-    struct tide_redis_options o = tcp_options(1);
-    struct tide_redis_client *c = client_new(&o);
+    struct tide_redis_client *c = client_of_one();
     OK(c, "CLIENT", "SETNAME", "mine");
     struct answer a = CMD(c, "CLIENT", "GETNAME");
     ck_assert_int_eq(a.status, 0);
@@ -239,8 +248,7 @@ static void after_quit(struct tide_redis_client *c, int status,
 
 START_TEST(quit_never_lent)
 {
-    struct tide_redis_options o = tcp_options(1);
-    struct tide_redis_client *c = client_new(&o);
+    struct tide_redis_client *c = client_of_one();
     OK(c, "PING");
     static struct chain ch;
     memset(&ch, 0, sizeof ch);
@@ -263,8 +271,7 @@ END_TEST
  * answered the CLIENT command and SET and GET would have timed out. */
 START_TEST(unanswerable_refused)
 {
-    struct tide_redis_options o = tcp_options(1);
-    struct tide_redis_client *c = client_new(&o);
+    struct tide_redis_client *c = client_of_one();
     struct answer got[3] = {{0}};
     const char *skip[] = {"client", "reply", "skip"};
     const char *set[] = {"SET", "k", "v"};
