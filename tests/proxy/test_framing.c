@@ -42,6 +42,7 @@ enum after {
     /* the reply goes before the body is read, which is then read and
      * dropped (as nginx does) before the next request */
     EARLY,
+    HOLD, /* nothing more for a second and a half, then the close */
 };
 
 struct script {
@@ -57,6 +58,10 @@ static const struct script scripts[] = {
     /* the same with a length: the client must see it short */
     {"/reset-length", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npart",
      RESET},
+    /* a body that stops coming, framed by its length or by the close */
+    {"/stall-length", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npart",
+     HOLD},
+    {"/stall-close", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npart", HOLD},
     {"/interim",
      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s>\r\n"
      "\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
@@ -139,6 +144,11 @@ static void serve(int fd)
         if (!(s && s->after == EARLY) &&
             send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0)
             return;
+        if (s && s->after == HOLD) {
+            struct timespec hold = {.tv_sec = 1, .tv_nsec = 500000000};
+            nanosleep(&hold, NULL);
+            return;
+        }
         if (s && s->after == RESET) {
             /* a pause, so the bytes before the reset are read first */
             struct timespec ms100 = {.tv_nsec = 100000000};
@@ -274,6 +284,33 @@ START_TEST(a_reset_cuts_a_body_by_length_and_closes_the_client)
     ck_assert_ptr_nonnull(body);
     ck_assert_str_eq(body + 4, "part");
     ck_assert(r.closed);
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
+/* A body that stops mid-way past the response timeout: the client gets
+ * what came, cut (no last chunk, short of its length) and closed; the
+ * connection is discarded, never lent again. */
+START_TEST(a_body_that_stalls_is_cut_and_its_connection_discarded)
+{
+    int port = script_origin_start();
+    proxy_response_timeout = TIDE_MS(300);
+    proxy_start(&port, 1, 1);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /stall-length HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "Content-Length: 100\r\n\r\npart"), "%s",
+                  r.got);
+    ck_assert_msg(r.closed && !strstr(r.got, " 504 "), "%s", r.got);
+    run_ms(1500); /* the origin, one connection at a time, holds it */
+    talk(&r, proxy_port(), "GET /stall-close HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "4\r\npart\r\n"), "%s", r.got);
+    ck_assert_msg(!strstr(r.got, "0\r\n\r\n"), "looks whole: %s", r.got);
+    ck_assert(r.closed);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.discarded, 2);
+    ck_assert_uint_eq(s.responses, 0);
     proxy_stop();
     script_origin_stop();
 }
@@ -678,6 +715,7 @@ static Suite *framing_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
+    tcase_add_test(tc, a_body_that_stalls_is_cut_and_its_connection_discarded);
     tcase_add_test(tc, interim_responses_go_to_http11_clients_only);
     tcase_add_test(tc, bytes_past_the_length_never_reach_the_next_client);
     tcase_add_test(tc,
