@@ -317,7 +317,10 @@ struct client {
      * is readable (an ioctl) before every read, and mallocs a buffer chain
      * on every add to an empty evbuffer. -1 once an orphan's client left. */
     evutil_socket_t fd;
-    struct event rd;    /* EV_READ, persistent, for the client's life */
+    struct event rd;    /* EV_READ, persistent, for the client's life but
+                           while paused */
+    bool paused;        /* rd is off: `in` holds PIPELINED_MAX bytes sent
+                           ahead of an exchange in flight */
     struct event wr;    /* EV_WRITE, persistent, added only while the socket
                            did not take all of `out` */
     bool gone;          /* a send found the client closed or reset: told
@@ -390,6 +393,11 @@ enum give {
 /* What an orphaned exchange may still read to save its connection; a
  * bigger rest (or one of unknown length) is cheaper to reconnect. */
 #define ORPHAN_MAX (64 * 1024)
+/* What a client may send ahead while its exchange is in flight (pipelined
+ * requests): past it the proxy stops reading it until the exchange ends,
+ * and TCP holds the rest back, instead of the proxy's memory. Room for a
+ * whole head at its largest, and more. */
+#define PIPELINED_MAX (2 * HEAD_MAX)
 
 /* Where bytes for the client go (dropped by client_flush once it left). */
 static struct px_buf *client_out(struct client *c)
@@ -1313,6 +1321,8 @@ static void client_next(struct client *c)
     }
     c->state = C_READING;
     c->req_complete = false;
+    if (c->paused && event_add(&c->rd, NULL) == 0)
+        c->paused = false;
     client_parse(c);
     if (c->state == C_FLUSHING)
         client_finish(c);
@@ -1339,6 +1349,12 @@ static void on_client_readable(evutil_socket_t fd, short what, void *arg)
     struct client *c = arg;
     if (c->gone) {
         client_gone(c);
+        return;
+    }
+    if (c->state != C_READING && px_buf_size(&c->in) >= PIPELINED_MAX) {
+        event_del(&c->rd); /* until client_next; a send failing still
+                              wakes it (client_lost) */
+        c->paused = true;
         return;
     }
     /* one read a wake-up, as much as there is room for: level-triggered,

@@ -707,6 +707,62 @@ START_TEST(idle_clients_are_closed_after_the_timeout_and_leave_no_fd)
 }
 END_TEST
 
+/* A client that sends and sends behind a request whose answer stalls: what
+ * it pipelines meanwhile waits in TCP once the proxy holds a little of it,
+ * not in the proxy's memory. */
+struct flood {
+    int port;
+    size_t sent;
+};
+
+#define FLOOD_MAX (48u << 20)
+
+static void flood_behind_a_stall(void *arg)
+{
+    struct flood *f = arg;
+    int fd = client_connect(f->port);
+    if (fd < 0)
+        return;
+    const char *req = "GET /stall-length HTTP/1.1\r\nHost: t\r\n\r\n";
+    send(fd, req, strlen(req), MSG_NOSIGNAL);
+    static char junk[65536];
+    memset(junk, 'a', sizeof junk);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long ms =
+            (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        if (f->sent >= FLOOD_MAX || ms >= 1000)
+            break;
+        ssize_t n = send(fd, junk, sizeof junk, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            f->sent += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            break;
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        poll(&p, 1, 20);
+    }
+    close(fd);
+}
+
+START_TEST(bytes_pipelined_behind_an_exchange_wait_in_tcp)
+{
+    int port = script_origin_start();
+    proxy_start(&port, 1, 1);
+    struct flood f = {.port = proxy_port()};
+    run_client(flood_behind_a_stall, &f, 5000);
+    /* loopback's socket buffers hold about 4 MiB here, the proxy 64 KiB;
+     * reading all it is sent, the proxy took the 48 MiB in a second */
+    ck_assert_msg(f.sent < FLOOD_MAX / 2, "%zu bytes taken", f.sent);
+    run_ms(1600); /* the origin lets go of its one connection */
+    proxy_stop();
+    script_origin_stop();
+}
+END_TEST
+
 static Suite *framing_suite(void)
 {
     Suite *s = suite_create("proxy-framing");
@@ -729,6 +785,7 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, a_body_that_stops_gets_408_and_a_slow_one_is_served);
     tcase_add_test(tc,
                    idle_clients_are_closed_after_the_timeout_and_leave_no_fd);
+    tcase_add_test(tc, bytes_pipelined_behind_an_exchange_wait_in_tcp);
     suite_add_tcase(s, tc);
     return s;
 }
