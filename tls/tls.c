@@ -335,6 +335,17 @@ static char *strip_brackets(const char *s)
     return strdup(s);
 }
 
+/* name without the final dot of a name written absolute ("example.com."
+ * is example.com: certificates name it, and SNI carries it, without the
+ * dot); returns its length. */
+static size_t drop_final_dot(char *name)
+{
+    size_t n = strlen(name);
+    if (n > 1 && name[n - 1] == '.')
+        name[--n] = '\0';
+    return n;
+}
+
 static int check_version(int v)
 {
     return v == 0 || v == TLS1_2_VERSION || v == TLS1_3_VERSION;
@@ -460,11 +471,8 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
         if (!*tls->verify_name)
             return TIDE_EINVAL;
         tls->verify_ip = is_ip(tls->verify_name);
-        /* "example.com." is example.com written absolute: certificates name
-         * it without the dot, and OpenSSL would not match it with one */
-        size_t n = strlen(tls->verify_name);
-        if (!tls->verify_ip && n > 1 && tls->verify_name[n - 1] == '.')
-            tls->verify_name[n - 1] = '\0';
+        if (!tls->verify_ip) /* OpenSSL would not match it with the dot */
+            (void)drop_final_dot(tls->verify_name);
     }
     /* the preset: the name the certificate is checked against, unless it
      * is an address; over a Unix socket that is verify_name, not the path */
@@ -480,11 +488,8 @@ static int setup(struct tide_tls_factory *tls, const struct tide_tls_options *o)
         tls->sni = strdup(sni);
         if (!tls->sni)
             return TIDE_ENOMEM;
-        size_t n = strlen(tls->sni); /* "example.com." is sent without dot */
-        if (n > 1 && tls->sni[n - 1] == '.')
-            tls->sni[--n] = '\0';
         /* RFC 6066's bound: OpenSSL would refuse it on every make */
-        if (n > TLSEXT_MAXLEN_host_name)
+        if (drop_final_dot(tls->sni) > TLSEXT_MAXLEN_host_name)
             return TIDE_EINVAL;
     }
     tls->resumption = !o->no_resumption;
