@@ -70,6 +70,10 @@ int tide__redis_feed(redisReader *r, struct evbuffer *in);
 /* Whether the reader holds bytes it has not made a reply of. */
 bool tide__redis_reader_holds(const redisReader *r);
 
+/* The length of argument i of a command (argvlen NULL: its arguments are
+ * NUL-terminated). */
+size_t tide__redis_arg_len(const char *const *argv, const size_t *argvlen,
+                           int i);
 /* RESP for one command: the bytes it takes (0 when the lengths add up
  * past what memory could hold), and writing them (out has that many). */
 size_t tide__redis_resp_size(int argc, const char *const *argv,

@@ -16,7 +16,8 @@ static size_t digits(size_t n)
     return d;
 }
 
-static size_t arg_len(const char *const *argv, const size_t *argvlen, int i)
+size_t tide__redis_arg_len(const char *const *argv, const size_t *argvlen,
+                           int i)
 {
     return argvlen ? argvlen[i] : strlen(argv[i]);
 }
@@ -26,7 +27,7 @@ size_t tide__redis_resp_size(int argc, const char *const *argv,
 {
     size_t n = 1 + digits((size_t)argc) + 2;
     for (int i = 0; i < argc; i++) {
-        size_t len = arg_len(argv, argvlen, i);
+        size_t len = tide__redis_arg_len(argv, argvlen, i);
         size_t framing = 1 + digits(len) + 2 + 2;
         /* lengths no memory could hold (a caller's wrong argvlen) would
          * wrap the sum, and the copy would run past the buffer */
@@ -58,7 +59,7 @@ char *tide__redis_resp_write(char *out, int argc, const char *const *argv,
 {
     out = header(out, '*', (size_t)argc);
     for (int i = 0; i < argc; i++) {
-        size_t len = arg_len(argv, argvlen, i);
+        size_t len = tide__redis_arg_len(argv, argvlen, i);
         out = header(out, '$', len);
         if (len > 0)
             memcpy(out, argv[i], len);

@@ -52,7 +52,7 @@ static const char *const client_changing[] = {"SETNAME", "REPLY",    "TRACKING",
 void tide__redis_session_note(struct tide__redis_session *s, int argc,
                               const char *const *argv, const size_t *argvlen)
 {
-    size_t len = argvlen ? argvlen[0] : strlen(argv[0]);
+    size_t len = tide__redis_arg_len(argv, argvlen, 0);
     const char *word = argv[0];
     if (is(word, len, "MULTI")) {
         s->multi = true;
@@ -68,8 +68,8 @@ void tide__redis_session_note(struct tide__redis_session *s, int argc,
     } else if (any(word, len, changing)) {
         s->changed = true;
     } else if (is(word, len, "CLIENT") && argc > 1) {
-        size_t sub = argvlen ? argvlen[1] : strlen(argv[1]);
-        if (any(argv[1], sub, client_changing))
+        if (any(argv[1], tide__redis_arg_len(argv, argvlen, 1),
+                client_changing))
             s->changed = true;
     }
 }
@@ -77,13 +77,13 @@ void tide__redis_session_note(struct tide__redis_session *s, int argc,
 bool tide__redis_answerable(int argc, const char *const *argv,
                             const size_t *argvlen)
 {
-    size_t len = argvlen ? argvlen[0] : strlen(argv[0]);
-    size_t len1 = argc > 1 ? (argvlen ? argvlen[1] : strlen(argv[1])) : 0;
+    size_t len = tide__redis_arg_len(argv, argvlen, 0);
+    size_t len1 = argc > 1 ? tide__redis_arg_len(argv, argvlen, 1) : 0;
     /* replies are matched to commands by their order: a command that
      * silences its own reply (and the next one's, or all that follow)
      * would hand each later reply to the command before it */
     if (argc > 2 && is(argv[0], len, "CLIENT") && is(argv[1], len1, "REPLY")) {
-        size_t len2 = argvlen ? argvlen[2] : strlen(argv[2]);
+        size_t len2 = tide__redis_arg_len(argv, argvlen, 2);
         return !is(argv[2], len2, "OFF") && !is(argv[2], len2, "SKIP");
     }
     /* hiredis 0.14's reader knows RESP2 only: a RESP3 reply (HELLO's own
