@@ -287,8 +287,8 @@ struct px {
     struct evconnlistener *listener;
     int port;
     int64_t acquire_timeout;
-    int64_t response_timeout;
-    struct timeval client_tv; /* px_options.client_timeout */
+    struct timeval response_tv; /* px_options.response_timeout */
+    struct timeval client_tv;   /* px_options.client_timeout */
     size_t max_body;
     struct client *clients; /* every open client, for px_free */
     struct px_stats stats;
@@ -360,9 +360,8 @@ struct client {
      * through the loop later. The bufferevent still writes what the socket
      * did not take and reports write failures. TLS goes through it. */
     bool raw;
-    struct event urd;  /* raw: EV_READ, persistent, resp_tv of silence */
+    struct event urd;  /* raw: EV_READ, persistent, response_tv of silence */
     struct px_buf uin; /* raw: read, not parsed yet */
-    struct timeval resp_tv;
     http_parser resp_parser;
     struct headers resp_headers;
     size_t reason;     /* in resp_headers.text, or NO_VALUE */
@@ -480,7 +479,7 @@ static void client_send(struct client *c)
     if (event_pending(&c->wr, EV_WRITE, NULL))
         event_del(&c->wr);
     if (c->state == C_EXCHANGING && c->ub && upstream_paused(c))
-        upstream_resume(c, &c->resp_tv); /* the client caught up */
+        upstream_resume(c, &c->px->response_tv); /* the client caught up */
 }
 
 /* Sends what was gathered, unless the write event already waits to. */
@@ -1117,7 +1116,7 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
         client_flush(c);
 }
 
-/* A raw upstream's socket is readable, or was silent for resp_tv. */
+/* A raw upstream's socket is readable, or was silent for response_tv. */
 static void on_upstream_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
@@ -1154,9 +1153,6 @@ static void send_upstream(struct client *c)
     c->head_sent = false;
     c->resp_done = false;
     c->chunked_out = false;
-    c->resp_tv = (struct timeval){
-        .tv_sec = (time_t)(c->px->response_timeout / 1000000000),
-        .tv_usec = (suseconds_t)(c->px->response_timeout % 1000000000 / 1000)};
     /* Only when not enabled already (a connection is lent enabled):
      * libevent adds the write event on every enable, whatever is queued,
      * so each request would cost two epoll_ctl and a wake-up to find
@@ -1171,12 +1167,12 @@ static void send_upstream(struct client *c)
          * descriptor's read interest stays in epoll, no epoll_ctl */
         event_assign(&c->urd, c->px->base, bufferevent_getfd(c->ub),
                      EV_READ | EV_PERSIST, on_upstream_readable, c);
-        event_add(&c->urd, &c->resp_tv);
+        event_add(&c->urd, &c->px->response_tv);
         bufferevent_disable(c->ub, EV_READ);
         bufferevent_setcb(c->ub, NULL, NULL, on_upstream_event, c);
     } else {
         bufferevent_setcb(c->ub, on_upstream_read, NULL, on_upstream_event, c);
-        bufferevent_set_timeouts(c->ub, &c->resp_tv, NULL);
+        bufferevent_set_timeouts(c->ub, &c->px->response_tv, NULL);
     }
     /* one write: the request is whole. Over plain TCP with nothing queued
      * it goes straight to the socket, as the client's answers do; a TLS
@@ -1521,6 +1517,13 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 
 static void on_drained(evutil_socket_t fd, short what, void *arg);
 
+/* A span of ns as libevent takes it, worked out once for every use. */
+static struct timeval timeval_of(int64_t ns)
+{
+    return (struct timeval){.tv_sec = (time_t)(ns / TIDE_SEC(1)),
+                            .tv_usec = (suseconds_t)(ns % TIDE_SEC(1) / 1000)};
+}
+
 int px_new(struct event_base *base, struct tide_group *group,
            const struct px_options *o, struct px **out)
 {
@@ -1532,13 +1535,11 @@ int px_new(struct event_base *base, struct tide_group *group,
     px->group = group;
     px->acquire_timeout =
         opt.acquire_timeout ? opt.acquire_timeout : TIDE_SEC(5);
-    px->response_timeout =
-        opt.response_timeout ? opt.response_timeout : TIDE_SEC(30);
+    px->response_tv =
+        timeval_of(opt.response_timeout ? opt.response_timeout : TIDE_SEC(30));
     px->max_body = opt.max_body ? opt.max_body : (size_t)64 << 20;
-    int64_t ct = opt.client_timeout ? opt.client_timeout : TIDE_SEC(60);
     px->client_tv =
-        (struct timeval){.tv_sec = (time_t)(ct / 1000000000),
-                         .tv_usec = (suseconds_t)(ct % 1000000000 / 1000)};
+        timeval_of(opt.client_timeout ? opt.client_timeout : TIDE_SEC(60));
     struct sockaddr_in sin = {.sin_family = AF_INET,
                               .sin_port = htons((uint16_t)opt.listen_port)};
     if (inet_pton(AF_INET, opt.listen_host ? opt.listen_host : "127.0.0.1",
