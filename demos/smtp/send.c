@@ -116,15 +116,6 @@ static void answer(struct tide__smtp_msg *m, int status, int reply,
     tide__smtp_leave(s);
 }
 
-static int refusal(int reply)
-{
-    if (reply >= 500)
-        return TIDE_SMTP_EPERMANENT;
-    /* a 2xx or 3xx where another was asked for is no refusal: the server
-     * is out of step with the sender */
-    return reply >= 400 ? TIDE_SMTP_ETEMPORARY : TIDE_SMTP_EPROTOCOL;
-}
-
 static void on_acquired(struct tide_evpool *pool, int status, void *resource,
                         const struct tide_why *why, void *arg);
 
@@ -132,7 +123,7 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
  * for its RSET), or a reply of the wrong kind (out of step: dropped). */
 static void refused(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
 {
-    int status = refusal(r->code);
+    int status = tide__smtp_refusal(r->code);
     give_back(m, status != TIDE_SMTP_EPROTOCOL);
     answer(m, status, r->code, r->text);
 }
@@ -273,7 +264,7 @@ static void on_reply(struct tide__smtp_msg *m, const struct tide__smtp_reply *r)
         /* an answer before the "." left (a size limit, say): nothing was
          * delivered, and the session is out of step with the server */
         give_back(m, false);
-        answer(m, refusal(r->code), r->code, r->text);
+        answer(m, tide__smtp_refusal(r->code), r->code, r->text);
         return;
     case BODY:
         if (r->code / 100 == 2) {
@@ -307,7 +298,8 @@ static void on_read(struct bufferevent *bev, void *arg)
          * and a caller told otherwise would send it twice. */
         if (m->step == BODY && r.code != 421) {
             give_back(m, false);
-            answer(m, r.code / 100 == 2 ? 0 : refusal(r.code), r.code, r.text);
+            answer(m, r.code / 100 == 2 ? 0 : tide__smtp_refusal(r.code),
+                   r.code, r.text);
             return;
         }
         give_back(m, false);

@@ -69,6 +69,15 @@ struct timeval tide__smtp_tv(int64_t ns)
                             .tv_usec = (suseconds_t)(ns % 1000000000 / 1000)};
 }
 
+int tide__smtp_refusal(int reply)
+{
+    if (reply >= 500)
+        return TIDE_SMTP_EPERMANENT;
+    /* a 2xx or 3xx where another was asked for is no refusal: the server
+     * is out of step with the sender */
+    return reply >= 400 ? TIDE_SMTP_ETEMPORARY : TIDE_SMTP_EPROTOCOL;
+}
+
 int tide__smtp_write(struct bufferevent *bev, const char *fmt, ...)
 {
     char line[1024];

@@ -88,16 +88,6 @@ static void finish(struct tide__smtp_open *o, int code, const char *fmt, ...)
         tide_net_setup_failed(token, code, why);
 }
 
-/* 4xx: come back later; 5xx: do not. */
-static int refusal(int reply)
-{
-    if (reply >= 500)
-        return TIDE_SMTP_EPERMANENT;
-    /* a 2xx or 3xx where another was asked for is no refusal: the server
-     * is out of step with the sender */
-    return reply >= 400 ? TIDE_SMTP_ETEMPORARY : TIDE_SMTP_EPROTOCOL;
-}
-
 static bool base64(const char *in, size_t n, char *out, size_t room)
 {
     if (4 * ((n + 2) / 3) + 1 > room)
@@ -181,7 +171,8 @@ static void on_reply(struct tide__smtp_open *o,
     switch (o->step) {
     case GREETING:
         if (r->code != 220) {
-            finish(o, refusal(r->code), "greeting: %d %s", r->code, r->text);
+            finish(o, tide__smtp_refusal(r->code), "greeting: %d %s", r->code,
+                   r->text);
             return;
         }
         o->step = EHLO;
@@ -197,14 +188,16 @@ static void on_reply(struct tide__smtp_open *o,
             return;
         }
         if (r->code != 250) {
-            finish(o, refusal(r->code), "EHLO: %d %s", r->code, r->text);
+            finish(o, tide__smtp_refusal(r->code), "EHLO: %d %s", r->code,
+                   r->text);
             return;
         }
         after_ehlo(o, r);
         return;
     case HELO:
         if (r->code != 250)
-            finish(o, refusal(r->code), "HELO: %d %s", r->code, r->text);
+            finish(o, tide__smtp_refusal(r->code), "HELO: %d %s", r->code,
+                   r->text);
         else
             finish(o, 0, NULL);
         return;

@@ -87,6 +87,10 @@ struct tide_smtp_sender {
 };
 
 struct timeval tide__smtp_tv(int64_t ns);
+/* The code for a reply other than the one asked for: 4xx come back later
+ * (TIDE_SMTP_ETEMPORARY), 5xx do not (TIDE_SMTP_EPERMANENT), and a 2xx or
+ * 3xx is a server out of step (TIDE_SMTP_EPROTOCOL). */
+int tide__smtp_refusal(int reply);
 /* Around user callbacks: a free from inside one completes after it. */
 void tide__smtp_enter(struct tide_smtp_sender *s);
 void tide__smtp_leave(struct tide_smtp_sender *s);
