@@ -22,16 +22,6 @@
 
 #include "harness.h"
 
-static void setup(void)
-{
-    harness_setup();
-}
-
-static void teardown(void)
-{
-    harness_teardown();
-}
-
 /* ---- the scripted origin ---- */
 
 /* What the origin does after its reply, which it picks by the request's
@@ -203,6 +193,28 @@ static void script_origin_stop(void)
     origin_fd = -1;
 }
 
+static void setup(void)
+{
+    harness_setup();
+}
+
+/* Each test's proxy goes first, then the origin it holds connections to. */
+static void teardown(void)
+{
+    proxy_stop();
+    if (origin_fd >= 0)
+        script_origin_stop();
+    harness_teardown();
+}
+
+/* The scripted origin, and a proxy of one upstream connection in front of
+ * it with the command line's extra options `args` (NULL: none). */
+static void proxy_on_script(const char *const *args)
+{
+    int port = script_origin_start();
+    proxy_start_with(&port, 1, 1, args);
+}
+
 /* ---- a raw client ---- */
 
 /* Sends req and reads what comes back until the proxy closes or is quiet
@@ -254,8 +266,7 @@ static void talk(struct raw *r, int port, const char *req)
  * the proxy counts it discarded, not retired. */
 START_TEST(a_reset_cuts_a_body_framed_by_the_close)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct raw r;
     talk(&r, proxy_port(),
          "GET /reset-until-close HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -267,16 +278,13 @@ START_TEST(a_reset_cuts_a_body_framed_by_the_close)
     px_stats(proxy, &s);
     ck_assert_uint_eq(s.discarded, 1);
     ck_assert_uint_eq(s.retired, 0);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
 /* A length-framed body cut by a reset: short, and closed. */
 START_TEST(a_reset_cuts_a_body_by_length_and_closes_the_client)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct raw r;
     talk(&r, proxy_port(), "GET /reset-length HTTP/1.1\r\nHost: t\r\n\r\n");
     ck_assert_msg(strstr(r.got, "Content-Length: 100\r\n"), "%s", r.got);
@@ -284,8 +292,6 @@ START_TEST(a_reset_cuts_a_body_by_length_and_closes_the_client)
     ck_assert_ptr_nonnull(body);
     ck_assert_str_eq(body + 4, "part");
     ck_assert(r.closed);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -294,9 +300,8 @@ END_TEST
  * connection is discarded, never lent again. */
 START_TEST(a_body_that_stalls_is_cut_and_its_connection_discarded)
 {
-    int port = script_origin_start();
     proxy_response_timeout = TIDE_MS(300);
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct raw r;
     talk(&r, proxy_port(), "GET /stall-length HTTP/1.1\r\nHost: t\r\n\r\n");
     ck_assert_msg(strstr(r.got, "Content-Length: 100\r\n\r\npart"), "%s",
@@ -311,8 +316,6 @@ START_TEST(a_body_that_stalls_is_cut_and_its_connection_discarded)
     px_stats(proxy, &s);
     ck_assert_uint_eq(s.discarded, 2);
     ck_assert_uint_eq(s.responses, 0);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -321,8 +324,7 @@ END_TEST
  * final response alone. */
 START_TEST(interim_responses_go_to_http11_clients_only)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct raw r;
     talk(&r, proxy_port(), "GET /interim HTTP/1.1\r\nHost: t\r\n\r\n");
     ck_assert_msg(
@@ -335,8 +337,6 @@ START_TEST(interim_responses_go_to_http11_clients_only)
     ck_assert_msg(!strstr(r.got, " 100 ") && !strstr(r.got, " 103 "), "%s",
                   r.got);
     ck_assert_msg(strstr(r.got, "\r\n\r\nok"), "%s", r.got);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -345,8 +345,7 @@ END_TEST
  * response from a new connection, never the extra bytes. */
 START_TEST(bytes_past_the_length_never_reach_the_next_client)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct raw r;
     talk(&r, proxy_port(), "GET /extra HTTP/1.1\r\nHost: t\r\n\r\n");
     ck_assert_msg(strstr(r.got, "Content-Length: 2\r\n\r\nok"), "%s", r.got);
@@ -357,8 +356,6 @@ START_TEST(bytes_past_the_length_never_reach_the_next_client)
         ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
     }
     ck_assert_int_eq(atomic_load(&origin_accepts), 2);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -397,8 +394,7 @@ static void uploads(void *arg)
 
 START_TEST(an_answer_before_the_whole_request_retires_the_connection)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct upload u = {.port = proxy_port()};
     run_client(uploads, &u, 30000);
     for (int i = 0; i < 6; i++)
@@ -412,8 +408,6 @@ START_TEST(an_answer_before_the_whole_request_retires_the_connection)
     struct tide_group_stats g;
     tide_group_stats(group, &g);
     ck_assert_uint_eq(g.pools.dirty, 0);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -447,8 +441,7 @@ START_TEST(ambiguous_request_framing_is_refused_with_400)
         "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
         "Content-Length: 3\r\n\r\nabc",
     };
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
         struct raw r;
         talk(&r, proxy_port(), reqs[i]);
@@ -457,8 +450,6 @@ START_TEST(ambiguous_request_framing_is_refused_with_400)
         ck_assert_msg(r.closed, "%zu: left open", i);
     }
     ck_assert_int_eq(atomic_load(&origin_accepts), 0);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -467,8 +458,7 @@ END_TEST
  * an empty line before a request, two requests in one packet. */
 START_TEST(unusual_but_unambiguous_requests_are_served_in_order)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct raw r;
     talk(&r, proxy_port(),
          "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: ChUnKeD\r\n\r\n"
@@ -484,8 +474,6 @@ START_TEST(unusual_but_unambiguous_requests_are_served_in_order)
     ck_assert_msg(strncmp(origin_seen, "GET /c ", 7) == 0, "%s", origin_seen);
     pthread_mutex_unlock(&seen_lock);
     ck_assert_int_eq(atomic_load(&origin_accepts), 1);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -503,8 +491,7 @@ static char *repeat(const char *pre, char ch, size_t n, const char *post)
  * the client closed, nothing sent upstream. */
 START_TEST(a_huge_uri_gets_414_and_a_huge_head_431)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     char *uri = repeat("GET /", 'a', 64 * 1024, " HTTP/1.1\r\nHost: t\r\n\r\n");
     char *hdr = repeat("GET / HTTP/1.1\r\nHost: t\r\nX-Big: ", 'b', 64 * 1024,
                        "\r\n\r\n");
@@ -518,8 +505,6 @@ START_TEST(a_huge_uri_gets_414_and_a_huge_head_431)
     ck_assert_int_eq(atomic_load(&origin_accepts), 0);
     free(uri);
     free(hdr);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -527,8 +512,7 @@ END_TEST
  * headers names, Upgrade, Keep-Alive, TE, Proxy and Proxy-*. */
 START_TEST(hop_by_hop_headers_of_every_kind_stay_at_the_proxy)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct raw r;
     talk(&r, proxy_port(),
          "GET /h HTTP/1.1\r\nHost: t\r\nConnection: keep-alive\r\n"
@@ -547,8 +531,6 @@ START_TEST(hop_by_hop_headers_of_every_kind_stay_at_the_proxy)
         "\nKeep-Alive:", "\nTE:",       "\nProxy"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         ck_assert_msg(!strcasestr(seen, gone[i]), "%s went: %s", gone[i], seen);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -609,8 +591,7 @@ static void slow_talk(void *arg)
  * still bounded: 408 at the head's deadline, then the close. */
 START_TEST(a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline)
 {
-    int port = script_origin_start();
-    proxy_start_with(&port, 1, 1, quick_clients);
+    proxy_on_script(quick_clients);
     static const char head[] = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: 123456789"
                                "0123456789\r\n\r\n";
     static char bytes[sizeof head][2];
@@ -625,8 +606,6 @@ START_TEST(a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline)
     ck_assert_msg(w.took_ms >= 450 && w.took_ms < 2000, "%lld ms",
                   (long long)w.took_ms);
     ck_assert_int_eq(atomic_load(&origin_accepts), 0);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -635,8 +614,7 @@ END_TEST
  * long, is served. */
 START_TEST(a_body_that_stops_gets_408_and_a_slow_one_is_served)
 {
-    int port = script_origin_start();
-    proxy_start_with(&port, 1, 1, quick_clients);
+    proxy_on_script(quick_clients);
     struct slow w = {
         .port = proxy_port(),
         .gap_ms = 50,
@@ -653,8 +631,6 @@ START_TEST(a_body_that_stops_gets_408_and_a_slow_one_is_served)
     run_client(slow_talk, &k, 10000);
     ck_assert_msg(strncmp(k.got, "HTTP/1.1 200 ", 13) == 0, "%s", k.got);
     ck_assert_msg(k.took_ms >= 1000, "%lld ms", (long long)k.took_ms);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -689,8 +665,7 @@ static void idle_clients(void *arg)
 
 START_TEST(idle_clients_are_closed_after_the_timeout_and_leave_no_fd)
 {
-    int port = script_origin_start();
-    proxy_start_with(&port, 1, 1, quick_clients);
+    proxy_on_script(quick_clients);
     int fds_before = fds_open();
     struct idle d = {.port = proxy_port(), .n = 40};
     run_client(idle_clients, &d, 15000);
@@ -702,8 +677,6 @@ START_TEST(idle_clients_are_closed_after_the_timeout_and_leave_no_fd)
     /* the one upstream connection is kept idle in its pool: its two ends,
      * the proxy's and the origin's, are both in this process */
     ck_assert_int_le(fds_open(), fds_before + 2);
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
@@ -750,16 +723,13 @@ static void flood_behind_a_stall(void *arg)
 
 START_TEST(bytes_pipelined_behind_an_exchange_wait_in_tcp)
 {
-    int port = script_origin_start();
-    proxy_start(&port, 1, 1);
+    proxy_on_script(NULL);
     struct flood f = {.port = proxy_port()};
     run_client(flood_behind_a_stall, &f, 5000);
     /* loopback's socket buffers hold about 4 MiB here, the proxy 64 KiB;
      * reading all it is sent, the proxy took the 48 MiB in a second */
     ck_assert_msg(f.sent < FLOOD_MAX / 2, "%zu bytes taken", f.sent);
     run_ms(1600); /* the origin lets go of its one connection */
-    proxy_stop();
-    script_origin_stop();
 }
 END_TEST
 
