@@ -173,16 +173,19 @@ static struct tide_evpool_options counted(struct reports *r,
                                         .ward = {.breaker = b}};
 }
 
+/* A pool of counted() as it is: the breaker's options are read by new
+ * only. */
+static void counted_pool(struct reports *r)
+{
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(r, &b);
+    fixture_pool(&o);
+}
+
 START_TEST(strategy_hears_every_success_and_failure)
 {
     struct reports r = {0};
-    struct tide_breaker_options b = {.policy = TIDE_BREAKER_CUSTOM,
-                                     .strategy = &counting,
-                                     .strategy_arg = &r};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 3),
-                                    .health_interval = TIDE_FOREVER,
-                                    .ward = {.breaker = &b}};
-    fixture_pool(&o);
+    counted_pool(&r);
     fx->plan[2] = MAKE_FAIL;
     fx->n_plan = 3;
     /* two made and lent: their makes wait for how the loans end */
@@ -337,9 +340,7 @@ END_TEST
 START_TEST(accepted_release_is_a_success)
 {
     struct reports r = {0};
-    struct tide_breaker_options b;
-    struct tide_evpool_options o = counted(&r, &b);
-    fixture_pool(&o);
+    counted_pool(&r);
     struct answer *a = acquired();
     ck_assert_int_eq(r.successes, 0); /* the make waits for the loan */
     release(a);
@@ -355,9 +356,7 @@ END_TEST
 START_TEST(lost_after_serving_is_no_outcome)
 {
     struct reports r = {0};
-    struct tide_breaker_options b;
-    struct tide_evpool_options o = counted(&r, &b);
-    fixture_pool(&o);
+    counted_pool(&r);
     struct fake *f = release(acquired());
     int successes = r.successes;
     ck_assert_int_eq(tide_evpool_lost(fx->pool, f), 0);
@@ -457,9 +456,7 @@ static struct fake *end_loan(struct answer *a,
 START_TEST(retire_is_a_success_and_proves_a_first_loan)
 {
     struct reports r = {0};
-    struct tide_breaker_options b;
-    struct tide_evpool_options o = counted(&r, &b);
-    fixture_pool(&o);
+    counted_pool(&r);
     struct fake *f = end_loan(acquired(), tide_evpool_retire);
     ck_assert_int_eq(f->destroyed, 1);
     ck_assert_int_eq(r.successes, 2); /* the make's and the release's */
@@ -483,9 +480,7 @@ END_TEST
 START_TEST(abandon_is_no_outcome_even_on_a_first_loan)
 {
     struct reports r = {0};
-    struct tide_breaker_options b;
-    struct tide_evpool_options o = counted(&r, &b);
-    fixture_pool(&o);
+    counted_pool(&r);
     struct fake *f = end_loan(acquired(), tide_evpool_abandon);
     ck_assert_int_eq(f->destroyed, 1);
     ck_assert_int_eq(r.successes, 0);
