@@ -848,7 +848,7 @@ static int rs_headers_done(http_parser *p)
      * it gets the final one alone */
     if (status >= 100 && status < 200 && c->req_minor == 0 &&
         c->req_parser.http_major == 1)
-        return 0;
+        return 1;
     struct px_buf *out = client_out(c);
     px_buf_add(out, "HTTP/1.1 ", 9);
     add_uint(out, status);
@@ -869,7 +869,7 @@ static int rs_headers_done(http_parser *p)
         return -1; /* not worth reading for nobody: discard */
     if (status >= 100 && status < 200) {
         px_buf_add(out, "\r\n", 2);
-        return 0;
+        return 1;
     }
     c->chunked_out = false;
     if (no_body) {
@@ -893,7 +893,12 @@ static int rs_headers_done(http_parser *p)
         px_buf_add(out, "Connection: close\r\n", 19);
     px_buf_add(out, "\r\n", 2);
     c->head_sent = true;
-    return head ? 1 : 0; /* 1: the parser expects no body */
+    /* 1: the parser expects no body. libhttp-parser reads one by a
+     * Content-Length whatever the status, but 1xx, 204 and 304 (as any
+     * answer to HEAD) end at their head (RFC 9112 6.3): a 304's length is
+     * the body it describes, and reading it would wait for bytes that are
+     * the next response's, or never come */
+    return no_body ? 1 : 0;
 }
 
 /* Response bytes queued for a slow client at most before the upstream is

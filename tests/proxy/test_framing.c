@@ -57,6 +57,18 @@ static const struct script scripts[] = {
      "\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
      KEEP},
     {"/early", "HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno", EARLY},
+    /* no body whatever their Content-Length says (RFC 9112 6.3) */
+    {"/204-length", "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+     KEEP},
+    {"/304-length",
+     "HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\nETag: \"e\"\r\n"
+     "\r\n",
+     KEEP},
+    {"/head-length", "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", KEEP},
+    {"/103-length",
+     "HTTP/1.1 103 Early Hints\r\nContent-Length: 5\r\nLink: </s>\r\n\r\n"
+     "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+     KEEP},
     /* more than its length: the rest must never reach another client */
     {"/extra",
      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
@@ -260,6 +272,95 @@ static void talk(struct raw *r, int port, const char *req)
 }
 
 /* ---- responses cut or framed oddly ---- */
+
+/* Sends requests one after another on one connection, each once the
+ * answer to the one before went quiet for 300 ms (or 2 s passed), and
+ * keeps each answer apart. */
+struct steps {
+    int port;
+    const char *reqs[8];
+    char got[8][2048];
+    bool closed;
+};
+
+static void steps_talk(void *arg)
+{
+    struct steps *w = arg;
+    int fd = client_connect(w->port);
+    if (fd < 0)
+        return;
+    for (int i = 0; w->reqs[i] && !w->closed; i++) {
+        send(fd, w->reqs[i], strlen(w->reqs[i]), MSG_NOSIGNAL);
+        size_t len = 0;
+        for (int polls = 0; polls < 7; polls++) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, 300) <= 0) {
+                if (len > 0)
+                    break;
+                continue;
+            }
+            ssize_t n =
+                recv(fd, w->got[i] + len, sizeof w->got[i] - 1 - len, 0);
+            if (n <= 0) {
+                w->closed = true;
+                break;
+            }
+            len += (size_t)n;
+        }
+        w->got[i][len] = '\0';
+    }
+    close(fd);
+}
+
+static bool ends_with(const char *s, const char *end)
+{
+    size_t a = strlen(s), b = strlen(end);
+    return a >= b && strcmp(s + a - b, end) == 0;
+}
+
+/* 1xx, 204 and 304, and any answer to HEAD, end at their head whatever
+ * their Content-Length says (RFC 9112 6.3): each is relayed whole, the
+ * next request on the same client connection is answered at once, and
+ * the one upstream connection serves them all, released clean each time. */
+START_TEST(answers_without_a_body_end_at_their_head_whatever_their_length)
+{
+    proxy_on_script(NULL);
+    struct steps w = {.port = proxy_port(),
+                      .reqs = {"GET /204-length HTTP/1.1\r\nHost: t\r\n\r\n",
+                               "GET /304-length HTTP/1.1\r\nHost: t\r\n\r\n",
+                               "HEAD /head-length HTTP/1.1\r\nHost: t\r\n\r\n",
+                               "GET /103-length HTTP/1.1\r\nHost: t\r\n\r\n",
+                               "GET /next HTTP/1.1\r\nHost: t\r\n\r\n"}};
+    run_client(steps_talk, &w, 20000);
+    ck_assert_msg(strncmp(w.got[0], "HTTP/1.1 204 ", 13) == 0 &&
+                      ends_with(w.got[0], "\r\n\r\n"),
+                  "%s", w.got[0]);
+    /* a 204 says no length at all (RFC 9110 8.6) */
+    ck_assert_msg(!strcasestr(w.got[0], "content-length"), "%s", w.got[0]);
+    /* a 304 and a HEAD's answer keep the length of what they describe */
+    ck_assert_msg(strncmp(w.got[1], "HTTP/1.1 304 ", 13) == 0 &&
+                      strstr(w.got[1], "Content-Length: 100\r\n") &&
+                      ends_with(w.got[1], "\r\n\r\n"),
+                  "%s", w.got[1]);
+    ck_assert_msg(strncmp(w.got[2], "HTTP/1.1 200 ", 13) == 0 &&
+                      strstr(w.got[2], "Content-Length: 1000\r\n") &&
+                      ends_with(w.got[2], "\r\n\r\n"),
+                  "%s", w.got[2]);
+    ck_assert_msg(strncmp(w.got[3], "HTTP/1.1 103 ", 13) == 0 &&
+                      strstr(w.got[3], "\r\n\r\nHTTP/1.1 200 OK\r\n") &&
+                      ends_with(w.got[3], "\r\n\r\nok"),
+                  "%s", w.got[3]);
+    ck_assert_msg(strncmp(w.got[4], "HTTP/1.1 200 ", 13) == 0 &&
+                      ends_with(w.got[4], "\r\n\r\ndefault"),
+                  "%s", w.got[4]);
+    ck_assert(!w.closed);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 1);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.responses, 5);
+    ck_assert_uint_eq(s.discarded, 0);
+}
+END_TEST
 
 /* A body framed by the close, ended by a reset rather than a FIN, is cut:
  * the client must get no last chunk (which would make it look whole), and
@@ -744,6 +845,8 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, a_body_that_stalls_is_cut_and_its_connection_discarded);
     tcase_add_test(tc, interim_responses_go_to_http11_clients_only);
     tcase_add_test(tc, bytes_past_the_length_never_reach_the_next_client);
+    tcase_add_test(
+        tc, answers_without_a_body_end_at_their_head_whatever_their_length);
     tcase_add_test(tc,
                    an_answer_before_the_whole_request_retires_the_connection);
     tcase_add_test(tc, ambiguous_request_framing_is_refused_with_400);
