@@ -347,6 +347,7 @@ struct client {
     bool req_keep_alive;
     bool req_begun; /* a request's first byte was parsed, not its end */
     bool req_too_big;
+    const char *refused; /* why rq_headers_done refused the head: 400 */
     unsigned method;
     unsigned short req_minor;
 
@@ -500,6 +501,19 @@ static bool client_orphan(struct client *c);
 static void client_next(struct client *c);
 static void start_exchange(struct client *c);
 
+/* The Connection header of an answer to the client: close when the
+ * connection ends after it; keep-alive to an HTTP/1.0 client that keeps
+ * it, as such a connection persists only when each answer says so (RFC
+ * 9112 9.3); none otherwise, as HTTP/1.1's default is to keep it. */
+static const char *connection_line(const struct client *c, bool close)
+{
+    if (close)
+        return "Connection: close\r\n";
+    if (c->req_parser.http_major == 1 && c->req_minor == 0)
+        return "Connection: keep-alive\r\n";
+    return "";
+}
+
 static void client_write_error(struct client *c, int status, const char *reason,
                                const char *extra_header, const char *body)
 {
@@ -509,7 +523,7 @@ static void client_write_error(struct client *c, int status, const char *reason,
                   "Content-Length: %zu\r\n%s%s\r\n%s\n",
                   status, reason, strlen(body) + 1,
                   extra_header ? extra_header : "",
-                  c->req_keep_alive ? "" : "Connection: close\r\n", body);
+                  connection_line(c, !c->req_keep_alive), body);
 }
 
 /* ---- the request, from the client ---- */
@@ -522,6 +536,7 @@ static int rq_begin(http_parser *p)
     px_buf_clear(&c->req_body);
     c->req_complete = false;
     c->req_too_big = false;
+    c->refused = NULL;
     c->req_begun = true;
     return 0;
 }
@@ -548,9 +563,24 @@ static int rq_value(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
+/* Why a parsed head is refused with 400 before anything goes upstream,
+ * for what libhttp-parser lets through; NULL when it is not. */
+static const char *head_refusal(const struct client *c, const http_parser *p)
+{
+    /* faulty framing (RFC 9112 6.1), whatever it names and whatever
+     * Content-Length says, as nginx has it too */
+    if (p->http_major == 1 && p->http_minor == 0 &&
+        headers_get(&c->req_headers, "transfer-encoding"))
+        return "Transfer-Encoding in an HTTP/1.0 request";
+    return NULL;
+}
+
 static int rq_headers_done(http_parser *p)
 {
     struct client *c = p->data;
+    c->refused = head_refusal(c, p);
+    if (c->refused)
+        return -1; /* the parser stops: client_parse answers 400 */
     c->method = p->method;
     c->req_minor = p->http_minor;
     /* a draining proxy closes each client after the exchange it is in */
@@ -753,7 +783,8 @@ static void client_parse(struct client *c)
         if (err != HPE_OK) {
             c->req_keep_alive = false;
             client_write_error(c, 400, "Bad Request", NULL,
-                               http_errno_description(err));
+                               c->refused ? c->refused
+                                          : http_errno_description(err));
             c->state = C_FLUSHING;
             return;
         }
@@ -783,7 +814,8 @@ static void client_parse(struct client *c)
             if (!page)
                 abort();
             px__stats_page(c->px->group, &c->px->stats, page,
-                           page_kind == STATS_PROMETHEUS, c->req_keep_alive,
+                           page_kind == STATS_PROMETHEUS,
+                           connection_line(c, !c->req_keep_alive),
                            c->method == HTTP_HEAD);
             size_t n = evbuffer_get_length(page);
             px_buf_add(client_out(c), evbuffer_pullup(page, -1), n);
@@ -889,8 +921,7 @@ static int rs_headers_done(http_parser *p)
     }
     if (!c->req_keep_alive)
         c->close_client = true;
-    if (c->close_client)
-        px_buf_add(out, "Connection: close\r\n", 19);
+    px_buf_adds(out, connection_line(c, c->close_client));
     px_buf_add(out, "\r\n", 2);
     c->head_sent = true;
     /* 1: the parser expects no body. libhttp-parser reads one by a

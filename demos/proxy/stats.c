@@ -73,8 +73,8 @@ static void prom_pool(struct evbuffer *b, const char *upstream,
 }
 
 void px__stats_page(struct tide_group *g, const struct px_stats *ps,
-                    struct evbuffer *out, bool prometheus, bool keep_alive,
-                    bool head)
+                    struct evbuffer *out, bool prometheus,
+                    const char *connection, bool head)
 {
     struct evbuffer *b = evbuffer_new();
     if (!b)
@@ -130,12 +130,12 @@ void px__stats_page(struct tide_group *g, const struct px_stats *ps,
         evbuffer_add(b, "]}\n", 3);
     }
     free(ups);
-    evbuffer_add_printf(
-        out,
-        "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
-        "Content-Length: %zu\r\n%s\r\n",
-        prometheus ? "text/plain; version=0.0.4" : "application/json",
-        evbuffer_get_length(b), keep_alive ? "" : "Connection: close\r\n");
+    evbuffer_add_printf(out,
+                        "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
+                        "Content-Length: %zu\r\n%s\r\n",
+                        prometheus ? "text/plain; version=0.0.4"
+                                   : "application/json",
+                        evbuffer_get_length(b), connection);
     if (!head)
         evbuffer_add_buffer(out, b);
     evbuffer_free(b);

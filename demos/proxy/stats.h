@@ -12,9 +12,11 @@ struct evbuffer;
 
 /* Appends a whole HTTP/1.1 200 response to out: the proxy's own counters
  * (ps), the group's stats and each upstream's, JSON (or Prometheus text
- * when prometheus); the head alone when head (a HEAD request). */
+ * when prometheus); the head alone when head (a HEAD request).
+ * `connection` is its Connection header line ("Connection: close\r\n"),
+ * or "" for none. */
 void px__stats_page(struct tide_group *g, const struct px_stats *ps,
-                    struct evbuffer *out, bool prometheus, bool keep_alive,
-                    bool head);
+                    struct evbuffer *out, bool prometheus,
+                    const char *connection, bool head);
 
 #endif

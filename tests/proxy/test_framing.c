@@ -512,6 +512,68 @@ START_TEST(an_answer_before_the_whole_request_retires_the_connection)
 }
 END_TEST
 
+/* ---- HTTP/1.0 clients ---- */
+
+/* An HTTP/1.0 connection persists only when each answer says so (RFC 9112
+ * 9.3): a client that asked to keep it is answered `Connection:
+ * keep-alive`, by the origin's answer and the proxy's own alike, and its
+ * next request is served on it; one that did not ask is told close. */
+START_TEST(a_kept_http10_client_is_answered_keep_alive)
+{
+    proxy_on_script(NULL);
+    struct steps w = {
+        .port = proxy_port(),
+        .reqs = {"GET /next HTTP/1.0\r\nHost: t\r\nConnection: keep-alive"
+                 "\r\n\r\n",
+                 "GET /_tidepool/stats HTTP/1.0\r\nConnection: Keep-Alive"
+                 "\r\n\r\n",
+                 "GET /next HTTP/1.0\r\nHost: t\r\n\r\n"}};
+    run_client(steps_talk, &w, 20000);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(strncmp(w.got[i], "HTTP/1.1 200 ", 13) == 0, "%d: %s", i,
+                      w.got[i]);
+        ck_assert_msg(strstr(w.got[i], "\r\nConnection: keep-alive\r\n"),
+                      "%d: %s", i, w.got[i]);
+    }
+    ck_assert_msg(strncmp(w.got[2], "HTTP/1.1 200 ", 13) == 0 &&
+                      strstr(w.got[2], "\r\nConnection: close\r\n") &&
+                      ends_with(w.got[2], "\r\n\r\ndefault"),
+                  "%s", w.got[2]);
+    ck_assert(w.closed);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 1);
+}
+END_TEST
+
+/* Transfer-Encoding in an HTTP/1.0 request is faulty framing (RFC 9112
+ * 6.1), whatever it names and with a Content-Length or without: 400, the
+ * client closed, nothing upstream. */
+START_TEST(an_http10_request_with_transfer_encoding_is_refused)
+{
+    static const char *const reqs[] = {
+        "POST / HTTP/1.0\r\nHost: t\r\nConnection: keep-alive\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "POST / HTTP/1.0\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+        "Content-Length: 3\r\n\r\nabc",
+        "GET / HTTP/1.0\r\nHost: t\r\nTransfer-Encoding: identity\r\n\r\n",
+    };
+    proxy_on_script(NULL);
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        struct raw r;
+        talk(&r, proxy_port(), reqs[i]);
+        ck_assert_msg(strncmp(r.got, "HTTP/1.1 400 ", 13) == 0, "%zu: %s", i,
+                      r.got);
+        ck_assert_msg(strstr(r.got, "Connection: close\r\n"), "%zu: %s", i,
+                      r.got);
+        /* with a Content-Length too the parser refuses it first */
+        ck_assert_msg(i == 1 ||
+                          strstr(r.got, "Transfer-Encoding in an HTTP/1.0"),
+                      "%zu: %s", i, r.got);
+        ck_assert_msg(r.closed, "%zu: left open", i);
+    }
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+}
+END_TEST
+
 /* ---- requests a second parser could read another way ---- */
 
 /* Each is refused with 400 and the client closed; none reaches the
@@ -849,6 +911,8 @@ static Suite *framing_suite(void)
         tc, answers_without_a_body_end_at_their_head_whatever_their_length);
     tcase_add_test(tc,
                    an_answer_before_the_whole_request_retires_the_connection);
+    tcase_add_test(tc, a_kept_http10_client_is_answered_keep_alive);
+    tcase_add_test(tc, an_http10_request_with_transfer_encoding_is_refused);
     tcase_add_test(tc, ambiguous_request_framing_is_refused_with_400);
     tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
