@@ -4,6 +4,7 @@
 #include "proxy.h"
 #include "buf.h"
 #include "stats.h"
+#include "target.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -567,11 +568,32 @@ static int rq_value(http_parser *p, const char *at, size_t len)
  * for what libhttp-parser lets through; NULL when it is not. */
 static const char *head_refusal(const struct client *c, const http_parser *p)
 {
+    const struct headers *hs = &c->req_headers;
+    bool http10 = p->http_major == 1 && p->http_minor == 0;
     /* faulty framing (RFC 9112 6.1), whatever it names and whatever
      * Content-Length says, as nginx has it too */
-    if (p->http_major == 1 && p->http_minor == 0 &&
-        headers_get(&c->req_headers, "transfer-encoding"))
+    if (http10 && headers_get(hs, "transfer-encoding"))
         return "Transfer-Encoding in an HTTP/1.0 request";
+    /* RFC 9112 3.2: which host is meant must not be in doubt, as the
+     * upstream (or a cache in front of it) may route or key by it */
+    size_t hosts = 0;
+    const char *host = NULL;
+    for (size_t i = 0; i < hs->n; i++)
+        if (strcasecmp(header_name(hs, i), "host") == 0) {
+            hosts++;
+            host = header_value(hs, i);
+        }
+    if (hosts > 1)
+        return "more than one Host header";
+    if (!host && !http10)
+        return "no Host header (HTTP/1.1 requires one)";
+    if (host && !px__host_valid(host, strlen(host)))
+        return "the Host header is not a host and an optional port";
+    struct px_target t;
+    const char *url = client_url(c);
+    if (url && px__target_split(url, &t) == PX_TARGET_INVALID)
+        return "the target is not an http or https URI with a valid host "
+               "and no userinfo";
     return NULL;
 }
 
@@ -625,6 +647,14 @@ static const http_parser_settings request_settings = {
     .on_message_complete = rq_complete,
 };
 
+/* Appends the Host an absolute-form target names. */
+static void add_authority(struct px_buf *b, const struct px_target *t)
+{
+    px_buf_add(b, "Host: ", 6);
+    px_buf_add(b, t->authority, t->authority_len);
+    px_buf_add(b, "\r\n", 2);
+}
+
 /* Appends v in decimal (printf is a tenth of the proxy's own time). */
 static void add_uint(struct px_buf *b, uint64_t v)
 {
@@ -651,16 +681,22 @@ static void add_hex(struct px_buf *b, uint64_t v)
 /* The request as it goes upstream to c->up: the body is sent with a
  * Content-Length (a chunked one is read whole, so its length is known).
  * Built once the upstream is known, as an HTTP/1.0 request may have no
- * Host and HTTP/1.1 requires one: the upstream's own is given then. */
+ * Host and HTTP/1.1 requires one: the upstream's own is given then. A
+ * target in absolute-form goes in origin-form, its authority as the Host
+ * in place of the one that came (RFC 9112 3.2.2). */
 static void build_request(struct client *c)
 {
     struct px_buf *r = &c->req;
     const struct headers *hs = &c->req_headers;
     const char *url = client_url(c);
+    struct px_target t;
+    bool absolute = url && px__target_split(url, &t) == PX_TARGET_ABSOLUTE;
     px_buf_clear(r);
     px_buf_adds(r, http_method_str((enum http_method)c->method));
     px_buf_add(r, " ", 1);
-    px_buf_adds(r, url ? url : "/");
+    if (absolute && t.path[0] != '/')
+        px_buf_add(r, "/", 1);
+    px_buf_adds(r, absolute ? t.path : url ? url : "/");
     px_buf_add(r, " HTTP/1.1\r\n", 11);
     const struct headers *connection = connection_names(hs);
     const char *xff = NULL;
@@ -669,8 +705,13 @@ static void build_request(struct client *c)
         const char *name = header_name(hs, i);
         if (hop_by_hop(connection, name))
             continue;
-        if (!host && strcasecmp(name, "host") == 0)
+        if (!host && strcasecmp(name, "host") == 0) {
             host = true;
+            if (absolute) {
+                add_authority(r, &t);
+                continue;
+            }
+        }
         if (strcasecmp(name, "expect") == 0)
             continue; /* answered by the proxy */
         if (strcasecmp(name, "x-forwarded-for") == 0) {
@@ -679,7 +720,9 @@ static void build_request(struct client *c)
         }
         add_header(r, name, header_value(hs, i));
     }
-    if (!host && c->up) {
+    if (!host && absolute) {
+        add_authority(r, &t);
+    } else if (!host && c->up) {
         const char *name = tide_group_upstream_name(c->up);
         add_header(r, "Host",
                    strncmp(name, "tls://", 6) == 0 ? name + 6 : name);
@@ -711,6 +754,9 @@ static int stats_page(const char *url)
 {
     static const char path[] = "/_tidepool/stats";
     size_t n = sizeof path - 1;
+    struct px_target t;
+    if (url && px__target_split(url, &t) == PX_TARGET_ABSOLUTE)
+        url = t.path;
     if (!url || strncmp(url, path, n) != 0 || (url[n] && url[n] != '?'))
         return STATS_NONE;
     for (const char *q = url[n] ? url + n + 1 : NULL; q;) {

@@ -31,7 +31,10 @@
  * stats as JSON, with format=prometheus in the query as Prometheus text;
  * another method gets 405, and any other path goes upstream. A request
  * without Host (HTTP/1.0 allows it) goes upstream with the upstream's own
- * host:port, as HTTP/1.1 requires one.
+ * host:port, as HTTP/1.1 requires one. An HTTP/1.1 request without Host,
+ * any with two or with an invalid one, gets 400 (RFC 9112 3.2); a target
+ * in absolute-form goes upstream in origin-form, its authority as the
+ * Host (RFC 9112 3.2.2).
  *
  * One proxy belongs to one event_base and its thread. SIGPIPE must be
  * ignored by the program.

@@ -574,6 +574,137 @@ START_TEST(an_http10_request_with_transfer_encoding_is_refused)
 }
 END_TEST
 
+/* ---- Host and the request's target ---- */
+
+/* RFC 9112 3.2: 400 for an HTTP/1.1 request without Host, any request
+ * with two, and a Host that is not uri-host [":" port] (RFC 9110 7.2); an
+ * absolute-form target whose authority the proxy would have to send as
+ * Host is held to the same, and to a scheme of http or https without
+ * userinfo. None reaches the origin; each client is closed. */
+START_TEST(a_missing_doubled_or_invalid_host_is_refused_with_400)
+{
+    static const char *const reqs[] = {
+        "GET / HTTP/1.1\r\n\r\n",
+        "GET / HTTP/1.1\r\nX-A: a\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nX-A: a\r\nhost: b\r\n\r\n",
+        "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: user@a\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a:80:80\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: :80\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: ::1\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a%2\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\"b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\\b\r\n\r\n",
+        /* absolute-form: Host is still required in HTTP/1.1 */
+        "GET http://a/ HTTP/1.1\r\n\r\n",
+        "GET ftp://a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET http://user@a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET http://a:8x/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET http:///p HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET http://:80/p HTTP/1.0\r\n\r\n",
+    };
+    proxy_on_script(NULL);
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        struct raw r;
+        talk(&r, proxy_port(), reqs[i]);
+        ck_assert_msg(strncmp(r.got, "HTTP/1.1 400 ", 13) == 0, "%zu: %s", i,
+                      r.got);
+        ck_assert_msg(r.closed, "%zu: left open", i);
+    }
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+}
+END_TEST
+
+/* The Host the origin got, or "" (none); from origin_seen. */
+static void seen_host(char *host, size_t size)
+{
+    pthread_mutex_lock(&seen_lock);
+    const char *h = strcasestr(origin_seen, "\r\nHost:");
+    const char *e = h ? strstr(h + 2, "\r\n") : NULL;
+    size_t n = e ? (size_t)(e - h - 2) : 0;
+    snprintf(host, size, "%.*s", (int)n, h ? h + 2 : "");
+    pthread_mutex_unlock(&seen_lock);
+}
+
+/* Valid Hosts go upstream as they came: an IPv6 literal with a port, a
+ * name with %-escapes and sub-delims, and an empty one (RFC 9112 3.2: the
+ * Host of a target without an authority). */
+START_TEST(valid_hosts_go_upstream_as_they_came)
+{
+    static const struct {
+        const char *req;
+        const char *host;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", "Host: [::1]:8080"},
+        {"GET / HTTP/1.1\r\nHost: [v1.x:y]\r\n\r\n", "Host: [v1.x:y]"},
+        {"GET / HTTP/1.1\r\nHost: a-b.example_%41~!$&'()*+,;=:80\r\n\r\n",
+         "Host: a-b.example_%41~!$&'()*+,;=:80"},
+        {"GET / HTTP/1.1\r\nHost: 10.0.0.1:\r\n\r\n", "Host: 10.0.0.1:"},
+        {"GET / HTTP/1.1\r\nHost:\r\n\r\n", "Host: "},
+    };
+    proxy_on_script(NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct raw r;
+        talk(&r, proxy_port(), cases[i].req);
+        ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%zu: %s", i, r.got);
+        char host[128];
+        seen_host(host, sizeof host);
+        ck_assert_str_eq(host, cases[i].host);
+    }
+}
+END_TEST
+
+/* An absolute-form target's authority wins over the Host that came with
+ * it (RFC 9112 3.2.2: a proxy ignores that Host and replaces it with the
+ * target's authority); the origin gets the target in origin-form, "/"
+ * for an empty path. The stats page is found by its path in either form. */
+START_TEST(an_absolute_form_target_replaces_host)
+{
+    static const struct {
+        const char *req;
+        const char *line;
+        const char *host;
+    } cases[] = {
+        {"GET http://real.example:8080/p?q=1 HTTP/1.1\r\nHost: other\r\n"
+         "X-A: a\r\n\r\n",
+         "GET /p?q=1 HTTP/1.1\r\nHost: real.example:8080\r\nX-A: a\r\n",
+         "Host: real.example:8080"},
+        {"GET HTTPS://[::1]?x HTTP/1.1\r\nHost: other\r\n\r\n",
+         "GET /?x HTTP/1.1\r\n", "Host: [::1]"},
+        /* HTTP/1.0 needs no Host: the target's, not the upstream's */
+        {"GET http://ten.example/ten HTTP/1.0\r\n\r\n", "GET /ten HTTP/1.1\r\n",
+         "Host: ten.example"},
+    };
+    proxy_on_script(NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct raw r;
+        talk(&r, proxy_port(), cases[i].req);
+        ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%zu: %s", i, r.got);
+        pthread_mutex_lock(&seen_lock);
+        ck_assert_msg(
+            strncmp(origin_seen, cases[i].line, strlen(cases[i].line)) == 0,
+            "%zu: %s", i, origin_seen);
+        ck_assert_msg(!strstr(origin_seen, "other"), "%zu: %s", i, origin_seen);
+        pthread_mutex_unlock(&seen_lock);
+        char host[128];
+        seen_host(host, sizeof host);
+        ck_assert_str_eq(host, cases[i].host);
+    }
+    struct raw r;
+    talk(&r, proxy_port(),
+         "GET http://p/_tidepool/stats HTTP/1.1\r\nHost: p\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\n{\"proxy\":"), "%s", r.got);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 1);
+}
+END_TEST
+
 /* ---- requests a second parser could read another way ---- */
 
 /* Each is refused with 400 and the client closed; none reaches the
@@ -913,6 +1044,9 @@ static Suite *framing_suite(void)
                    an_answer_before_the_whole_request_retires_the_connection);
     tcase_add_test(tc, a_kept_http10_client_is_answered_keep_alive);
     tcase_add_test(tc, an_http10_request_with_transfer_encoding_is_refused);
+    tcase_add_test(tc, a_missing_doubled_or_invalid_host_is_refused_with_400);
+    tcase_add_test(tc, valid_hosts_go_upstream_as_they_came);
+    tcase_add_test(tc, an_absolute_form_target_replaces_host);
     tcase_add_test(tc, ambiguous_request_framing_is_refused_with_400);
     tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
