@@ -802,6 +802,57 @@ START_TEST(a_huge_uri_gets_414_and_a_huge_head_431)
 }
 END_TEST
 
+/* A head of n header fields (Host, a Connection header naming three of
+ * them, those three, X-Kept, then X-Nnn fillers). */
+static char *head_of_fields(int n)
+{
+    static const char start[] =
+        "GET /fields HTTP/1.1\r\nHost: t\r\nConnection: x-a, X-BB ,x-ccc"
+        "\r\nX-CCC: c\r\nx-a: a\r\nx-bb: b\r\nX-Kept: k\r\n";
+    size_t cap = sizeof start + (size_t)n * 16 + 3;
+    char *s = malloc(cap);
+    size_t len = (size_t)snprintf(s, cap, "%s", start);
+    for (int i = 6; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "X-%03d: v\r\n", i);
+    snprintf(s + len, cap - len, "\r\n");
+    return s;
+}
+
+/* A request of 100 header fields is served (and what its Connection
+ * header names stays at the proxy); one of 101 gets 431 and the close,
+ * however short they are, and never goes upstream. */
+START_TEST(a_request_past_100_header_fields_gets_431)
+{
+    proxy_on_script(NULL);
+    char *hundred = head_of_fields(100);
+    char *more = head_of_fields(101);
+    struct raw r;
+    talk(&r, proxy_port(), hundred);
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    pthread_mutex_lock(&seen_lock);
+    ck_assert_msg(strncmp(origin_seen, "GET /fields ", 12) == 0 &&
+                      strstr(origin_seen, "\r\nX-Kept: k\r\n") &&
+                      strstr(origin_seen, "\r\nX-099: v\r\n"),
+                  "%s", origin_seen);
+    static const char *const gone[] = {
+        "\nConnection:", "\nx-a:", "\nx-bb:", "\nx-ccc:"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        ck_assert_msg(!strcasestr(origin_seen, gone[i]), "%s went: %s", gone[i],
+                      origin_seen);
+    origin_seen[0] = '\0';
+    pthread_mutex_unlock(&seen_lock);
+    talk(&r, proxy_port(), more);
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 431 ", 13) == 0, "%s", r.got);
+    ck_assert_msg(strstr(r.got, "too many header fields"), "%s", r.got);
+    ck_assert(r.closed);
+    pthread_mutex_lock(&seen_lock);
+    ck_assert_str_eq(origin_seen, "");
+    pthread_mutex_unlock(&seen_lock);
+    free(hundred);
+    free(more);
+}
+END_TEST
+
 /* Hop-by-hop headers stay at the proxy: those any of several Connection
  * headers names, Upgrade, Keep-Alive, TE, Proxy and Proxy-*. */
 START_TEST(hop_by_hop_headers_of_every_kind_stay_at_the_proxy)
@@ -1051,6 +1102,7 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
     tcase_add_test(tc, hop_by_hop_headers_of_every_kind_stay_at_the_proxy);
+    tcase_add_test(tc, a_request_past_100_header_fields_gets_431);
     tcase_add_test(tc,
                    a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline);
     tcase_add_test(tc, a_body_that_stops_gets_408_and_a_slow_one_is_served);
