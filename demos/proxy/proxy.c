@@ -357,6 +357,7 @@ struct px {
     struct event drained;
     px_drained_cb on_drained;
     void *drained_arg;
+    struct event accept_resume; /* on_accept_error's pause ends */
 };
 
 enum client_state {
@@ -1658,6 +1659,38 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     px->stats.clients++;
 }
 
+/* How long accepting stops after accept() failed. At the descriptor limit
+ * (EMFILE, ENFILE), the connection it could not take stays in the
+ * backlog, so the listener is readable again at once and each try fails
+ * again: the proxy spun at 100% CPU until a descriptor freed, starving
+ * the clients it has. nginx stops for its accept_mutex_delay (500 ms), a
+ * span chosen for passing its accept lock between workers; a tenth of a
+ * second costs ten failed accepts a second while the limit lasts, and
+ * keeps a client waiting in the backlog at most that long after a
+ * descriptor frees. */
+#define ACCEPT_PAUSE_MS 100
+
+/* accept() failed otherwise than for a connection aborted or a signal
+ * (those libevent retries itself): for want of descriptors, or of memory
+ * (ENOBUFS, ENOMEM), which a retry at once does not mend either. */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct px *px = arg;
+    px->stats.accept_pauses++;
+    evconnlistener_disable(l);
+    struct timeval pause = {.tv_usec = ACCEPT_PAUSE_MS * 1000};
+    event_add(&px->accept_resume, &pause);
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct px *px = arg;
+    if (px->listener)
+        evconnlistener_enable(px->listener);
+}
+
 static void on_drained(evutil_socket_t fd, short what, void *arg);
 
 /* A span of ns as libevent takes it, worked out once for every use. */
@@ -1706,6 +1739,8 @@ int px_new(struct event_base *base, struct tide_group *group,
                 &bl);
     px->port = ntohs(bound.sin_port);
     event_assign(&px->drained, base, -1, 0, on_drained, px);
+    event_assign(&px->accept_resume, base, -1, 0, on_accept_resume, px);
+    evconnlistener_set_error_cb(px->listener, on_accept_error);
     *out = px;
     return 0;
 }
@@ -1733,6 +1768,7 @@ void px_drain(struct px *p, px_drained_cb done, void *arg)
         /* the port is let go at once: a restarted proxy can take it */
         evconnlistener_free(p->listener);
         p->listener = NULL;
+        event_del(&p->accept_resume);
         for (struct client *c = p->clients, *next; c; c = next) {
             next = c->next;
             c->req_keep_alive = false; /* closed after this exchange */
@@ -1754,6 +1790,7 @@ void px_free(struct px *p)
     while (p->clients)
         client_free(p->clients);
     event_del(&p->drained);
+    event_del(&p->accept_resume);
     if (p->listener)
         evconnlistener_free(p->listener);
     free(p);

@@ -110,6 +110,9 @@ struct px_stats {
                            proxy closed): no outcome for the upstream */
     uint64_t paused;    /* times an upstream's reading stopped while a
                            slow client caught up */
+    uint64_t accept_pauses; /* times accepting stopped for 100 ms because
+                               accept() failed: at the descriptor limit
+                               (EMFILE, ENFILE), or out of memory */
     int64_t clients;    /* client connections open */
 };
 

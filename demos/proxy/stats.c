@@ -40,6 +40,7 @@
     X(discarded, PRIu64, uint64_t)                                             \
     X(retired, PRIu64, uint64_t)                                               \
     X(abandoned, PRIu64, uint64_t)                                             \
+    X(accept_pauses, PRIu64, uint64_t)                                         \
     X(clients, PRId64, int64_t)
 
 static const char *state_name(enum tide_breaker_state s)

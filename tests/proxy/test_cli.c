@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -240,8 +242,11 @@ static void slow_origin_stop(struct slow_origin *o)
     close(o->fd);
 }
 
-/* The proxy running in the background, its output to /dev/null. */
-static pid_t proxy_spawn(int port, int upstream, const char *drain_ms)
+/* The proxy running in the background, its output to /dev/null; with
+ * `nofile` > 0, that as its RLIMIT_NOFILE, and none of this process's
+ * descriptors but 0, 1 and 2, so what it can open is known. */
+static pid_t proxy_spawn_limited(int port, int upstream, const char *drain_ms,
+                                 rlim_t nofile)
 {
     char listen_at[32], up[32];
     snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
@@ -252,6 +257,10 @@ static pid_t proxy_spawn(int port, int upstream, const char *drain_ms)
         int null = open("/dev/null", O_RDWR);
         dup2(null, 1);
         dup2(null, 2);
+        struct rlimit lim = {.rlim_cur = nofile, .rlim_max = nofile};
+        if (nofile > 0 &&
+            (close_range(3, ~0u, 0) != 0 || setrlimit(RLIMIT_NOFILE, &lim)))
+            _exit(126);
         execl(prog, prog, "--listen", listen_at, "--upstream", up,
               "--drain-timeout", drain_ms, (char *)NULL);
         _exit(127);
@@ -269,6 +278,11 @@ static pid_t proxy_spawn(int port, int upstream, const char *drain_ms)
     waitpid(pid, NULL, 0);
     ck_abort_msg("the proxy did not listen on %d", port);
     return -1;
+}
+
+static pid_t proxy_spawn(int port, int upstream, const char *drain_ms)
+{
+    return proxy_spawn_limited(port, upstream, drain_ms, 0);
 }
 
 /* Its exit code (128 + n for signal n), within ms; -1 and killed after. */
@@ -399,6 +413,118 @@ START_TEST(a_second_sigterm_or_the_drain_timeout_ends_it_at_once)
 }
 END_TEST
 
+/* ---- at the descriptor limit ---- */
+
+static const char stats_request[] =
+    "GET /_tidepool/stats HTTP/1.1\r\nHost: t\r\n\r\n";
+
+/* Reads one response by its Content-Length within ms into buf; its status,
+ * or 0 when none came whole in time. */
+static int read_response(int fd, int ms, char *buf, size_t size)
+{
+    size_t got = 0;
+    for (int64_t t0 = now_ms(); now_ms() - t0 < ms;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf + got, size - 1 - got, 0);
+        if (n <= 0)
+            return 0;
+        got += (size_t)n;
+        buf[got] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "\r\ncontent-length: ");
+        if (end && cl && got - (size_t)(end + 4 - buf) >= (size_t)atol(cl + 18))
+            return atoi(buf + 9);
+    }
+    return 0;
+}
+
+/* The stats page asked for on fd, and whether it came within ms. */
+static bool stats_served(int fd, int ms, char *buf, size_t size)
+{
+    if (send(fd, stats_request, strlen(stats_request), MSG_NOSIGNAL) < 0)
+        return false;
+    return read_response(fd, ms, buf, size) == 200;
+}
+
+/* CPU time the process has used, in clock ticks (/proc/PID/stat's utime
+ * and stime). */
+static long cpu_ticks(pid_t pid)
+{
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    /* after the name in parentheses: state, then fields 4 to 13 */
+    const char *p = strrchr(stat, ')');
+    ck_assert_ptr_nonnull(p);
+    unsigned long utime = 0, stime = 0;
+    ck_assert_int_eq(sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                            "%lu %lu",
+                            &utime, &stime),
+                     2);
+    return (long)(utime + stime);
+}
+
+/* More clients than its descriptors allow: a connection it cannot accept
+ * waits in the listen backlog, and accept() fails with EMFILE for as long
+ * as it does. The proxy stops accepting for a moment instead of trying
+ * again at once (it spun at 100% CPU), goes on serving the clients it
+ * has, and takes the waiting one once another client closed. */
+START_TEST(at_the_descriptor_limit_it_pauses_accepting_and_serves_its_clients)
+{
+    int port = tide_test_free_port();
+    /* 0-2, the loop's epoll and signal pipe and the listener: 7 or so,
+     * the rest for clients; the upstream is never needed */
+    pid_t pid = proxy_spawn_limited(port, 9, "10000", 14);
+    char buf[8192];
+    int held[16];
+    int n_held = 0;
+    int waiting = -1;
+    while (n_held < 16) {
+        int fd = tide_test_connect(port); /* the kernel takes it */
+        ck_assert_int_ge(fd, 0);
+        if (!stats_served(fd, 500, buf, sizeof buf)) {
+            waiting = fd; /* its request waits with it */
+            break;
+        }
+        held[n_held++] = fd;
+    }
+    ck_assert_msg(waiting >= 0, "%d clients and no limit", n_held);
+    ck_assert_int_ge(n_held, 3);
+    /* a second at the limit, with a client waiting to be accepted */
+    long t0 = cpu_ticks(pid);
+    usleep(1000000);
+    long used = cpu_ticks(pid) - t0;
+    ck_assert_msg(used * 20 <= sysconf(_SC_CLK_TCK),
+                  "%ld ticks of CPU in a second at the limit (of %ld)", used,
+                  sysconf(_SC_CLK_TCK));
+    /* the clients it has are served, and it says it paused */
+    ck_assert(stats_served(held[0], 2000, buf, sizeof buf));
+    const char *pauses = strstr(buf, "\"accept_pauses\":");
+    ck_assert_msg(pauses && atol(pauses + 16) >= 1, "%s", buf);
+    ck_assert(stats_served(held[n_held - 1], 2000, buf, sizeof buf));
+    /* descriptors free: the waiting client is taken and answered, and a
+     * new one after it */
+    close(held[--n_held]);
+    close(held[--n_held]);
+    ck_assert_int_eq(read_response(waiting, 2000, buf, sizeof buf), 200);
+    int late = tide_test_connect(port);
+    ck_assert(stats_served(late, 2000, buf, sizeof buf));
+    close(late);
+    close(waiting);
+    while (n_held > 0)
+        close(held[--n_held]);
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(proxy_wait(pid, 5000), 0);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("proxy_cli");
@@ -413,6 +539,8 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, help_lists_the_ward_options);
     tcase_add_test(tc, sigterm_lets_an_exchange_in_flight_finish);
     tcase_add_test(tc, a_second_sigterm_or_the_drain_timeout_ends_it_at_once);
+    tcase_add_test(
+        tc, at_the_descriptor_limit_it_pauses_accepting_and_serves_its_clients);
     suite_add_tcase(s, tc);
     return s;
 }
