@@ -159,8 +159,9 @@ static int token_sort(const void *x, const void *y)
 
 /* Whether any of the message's Connection headers (there may be several,
  * each a list) names `name`: a binary search of what connection_names
- * sorted, so a message of n fields costs n log n, not n times its
- * Connection lists (with one naming a field, 4,000 fields cost 86 ms). */
+ * sorted, so n fields cost n log t for t names listed, not n times the
+ * lists (each field was looked for in every list: with one naming a
+ * field, a response of 4,000 fields cost 43 ms, now 0.2 ms). */
 static bool named_by_connection(const struct headers *hs, const char *name)
 {
     size_t len = strlen(name);
@@ -273,6 +274,11 @@ static void add_header(struct px_buf *b, const char *name, const char *value)
  * they are: Apache's LimitRequestFields and Envoy's max_headers_count
  * have the same preset, and browsers send a few dozen at most. */
 #define FIELDS_MAX 100
+/* A number macro's digits as a string literal, for a message. */
+#define DIGITS_OF(n) #n
+#define DIGITS(n)    DIGITS_OF(n)
+static const char too_many_fields[] =
+    "more than " DIGITS(FIELDS_MAX) " header fields in the request";
 
 /* Where the check of a request's head stands: the offset reached in the
  * client's input (the head starts it), and the line it is in. */
@@ -861,13 +867,14 @@ static void client_parse(struct client *c)
                 else if (v == 414)
                     client_write_error(c, 414, "URI Too Long", NULL,
                                        "the request line is too long");
+                else if (c->scan.fields_n > FIELDS_MAX)
+                    client_write_error(c, 431,
+                                       "Request Header Fields Too Large", NULL,
+                                       too_many_fields);
                 else
                     client_write_error(c, 431,
                                        "Request Header Fields Too Large", NULL,
-                                       c->scan.fields_n > FIELDS_MAX
-                                           ? "the request has too many header "
-                                             "fields"
-                                           : "the request's head is too long");
+                                       "the request's head is too long");
                 c->state = C_FLUSHING;
                 return;
             }
