@@ -277,6 +277,162 @@ static int head_scan(struct head_scan *s, const char *p, size_t len)
     return 0;
 }
 
+/* ---- a chunked body, checked before it is parsed ---- */
+
+/* libhttp-parser 2.9 (built without HTTP_PARSER_STRICT, as Debian's is)
+ * takes any two bytes after a chunk's data for its CRLF, any byte after a
+ * CR for the LF, and a bare LF inside a chunk extension or in the trailer
+ * section; each is a boundary another parser draws elsewhere. So a
+ * chunked body is checked here first (RFC 9112 7.1), both ways, and the
+ * parser sees only what passed. */
+
+/* A chunk's size line, extensions included, longer than this is refused */
+#define CHUNK_LINE_MAX 4096
+
+enum chunk_part {
+    CK_SIZE,    /* the size's hex digits */
+    CK_EXT,     /* extensions, up to the line's CR */
+    CK_SIZE_LF, /* the LF after that CR */
+    CK_DATA,
+    CK_DATA_CR, /* the CRLF that must follow the data */
+    CK_DATA_LF,
+    CK_TRAILER, /* the trailer section, up to its empty line */
+    CK_DONE,
+};
+
+struct chunk_scan {
+    size_t at; /* the offset reached in the input (the body starts it) */
+    size_t ok; /* bytes from the input's start fine to parse */
+    enum chunk_part part;
+    uint64_t size;  /* the chunk's size, then what is left of its data */
+    uint64_t total; /* the data of every chunk so far */
+    uint64_t max;   /* more data than this is refused (413) */
+    size_t line;    /* bytes of the size line so far */
+    /* the trailer section, checked as a head's fields are */
+    struct head_scan trailer;
+    const char *why; /* what was wrong, once refused */
+};
+
+/* For a body whose head the parser has just read and paused at: it reads
+ * the head's last LF again when it goes on, so the scan starts past it. */
+static void chunk_scan_init(struct chunk_scan *s, uint64_t max)
+{
+    *s = (struct chunk_scan){
+        .at = 1,
+        .max = max,
+        .trailer = {.begun = true, .fields = true, .in_name = true}};
+}
+
+static int chunk_refuse(struct chunk_scan *s, int status, const char *why)
+{
+    s->why = why;
+    return status;
+}
+
+static int hex_digit(char b)
+{
+    if (b >= '0' && b <= '9')
+        return b - '0';
+    if (b >= 'a' && b <= 'f')
+        return b - 'a' + 10;
+    if (b >= 'A' && b <= 'F')
+        return b - 'A' + 10;
+    return -1;
+}
+
+/* Checks the chunked body at the start of p[0, len), on from where the
+ * last call stopped: each chunk's size in hex, its extensions (no CR, LF or
+ * other control byte), the CRLF ending its line, exactly `size` bytes of
+ * data and the CRLF after them; then the trailer section as head_scan
+ * checks a head's fields. Returns 0 until the body's end is in, 1 once it
+ * is (at is its length), or the status refusing it (400; 413 past max;
+ * 431 for a trailer section past HEAD_MAX), with why set. s->ok says how
+ * much of p the parser may see: a trailer section only once it is whole. */
+static int chunk_scan(struct chunk_scan *s, const char *p, size_t len)
+{
+    while (s->at < len && s->part != CK_DONE) {
+        if (s->part == CK_DATA) {
+            size_t n = len - s->at < s->size ? len - s->at : (size_t)s->size;
+            s->at += n;
+            s->size -= n;
+            if (s->size == 0)
+                s->part = CK_DATA_CR;
+            continue;
+        }
+        if (s->part == CK_TRAILER) {
+            size_t start = s->at - s->trailer.at;
+            int v = head_scan(&s->trailer, p + start, len - start);
+            s->at = start + s->trailer.at;
+            if (v > 1)
+                return chunk_refuse(
+                    s, v,
+                    v == 400 ? "a bare CR or LF, a folded line or space "
+                               "before a colon in the trailer section"
+                             : "the trailer section is too long");
+            if (v == 1)
+                s->part = CK_DONE;
+            continue;
+        }
+        char b = p[s->at++];
+        switch (s->part) {
+        case CK_SIZE: {
+            int d = hex_digit(b);
+            if (d >= 0 && s->size > (UINT64_MAX >> 4))
+                return chunk_refuse(s, 400, "a chunk size too large");
+            if (d >= 0)
+                s->size = s->size * 16 + (uint64_t)d;
+            else if (s->line > 0 && (b == ';' || b == ' ' || b == '\t'))
+                s->part = CK_EXT;
+            else if (s->line > 0 && b == '\r')
+                s->part = CK_SIZE_LF;
+            else
+                return chunk_refuse(s, 400, "a chunk size that is not hex");
+            break;
+        }
+        case CK_EXT:
+            if (b == '\r')
+                s->part = CK_SIZE_LF;
+            else if (((unsigned char)b < 0x20 && b != '\t') || b == 0x7f)
+                return chunk_refuse(s, 400,
+                                    "a bare LF or a control byte in a "
+                                    "chunk's line");
+            break;
+        case CK_SIZE_LF:
+            if (b != '\n')
+                return chunk_refuse(s, 400, "a bare CR in a chunk's line");
+            if (s->size > s->max - s->total)
+                return chunk_refuse(s, 413, "the chunked body is too large");
+            s->total += s->size;
+            s->part = s->size ? CK_DATA : CK_TRAILER;
+            s->line = 0;
+            continue;
+        case CK_DATA_CR:
+            if (b != '\r')
+                return chunk_refuse(s, 400, "chunk data not followed by CRLF");
+            s->part = CK_DATA_LF;
+            continue;
+        case CK_DATA_LF:
+            if (b != '\n')
+                return chunk_refuse(s, 400, "chunk data not followed by CRLF");
+            s->part = CK_SIZE;
+            continue;
+        default:
+            break;
+        }
+        if (++s->line > CHUNK_LINE_MAX)
+            return chunk_refuse(s, 400, "a chunk's line is too long");
+    }
+    s->ok = s->part == CK_TRAILER ? s->at - s->trailer.at : s->at;
+    return s->part == CK_DONE;
+}
+
+/* The parser consumed n bytes from the input's start. */
+static void chunk_scan_consumed(struct chunk_scan *s, size_t n)
+{
+    s->at -= n;
+    s->ok -= n;
+}
+
 /* ---- the proxy and its clients ---- */
 
 struct client;
@@ -342,6 +498,8 @@ struct client {
     struct px_buf req; /* the whole request as it goes upstream */
     struct px_buf req_body;
     struct head_scan scan; /* of the request being read */
+    /* of its body, when chunked */
+    struct chunk_scan chunks;
     bool req_chunked;
     bool req_complete;
     bool req_keep_alive;
@@ -363,6 +521,8 @@ struct client {
     struct event urd;  /* raw: EV_READ, persistent, response_tv of silence */
     struct px_buf uin; /* raw: read, not parsed yet */
     http_parser resp_parser;
+    struct chunk_scan resp_chunks; /* of a chunked response's body */
+    bool resp_chunks_on;           /* ...being read */
     struct headers resp_headers;
     size_t reason;     /* in resp_headers.text, or NO_VALUE */
     bool any_byte;     /* a response byte came on this connection */
@@ -512,6 +672,21 @@ static void client_write_error(struct client *c, int status, const char *reason,
                   c->req_keep_alive ? "" : "Connection: close\r\n", body);
 }
 
+/* Refuses the request being read with status (400, 413, 414, 431) and
+ * why, and closes the client once that is written: what is left of the
+ * request cannot be told from what would follow it. */
+static void client_refuse(struct client *c, int status, const char *why)
+{
+    c->req_keep_alive = false;
+    client_write_error(c, status,
+                       status == 413   ? "Content Too Large"
+                       : status == 414 ? "URI Too Long"
+                       : status == 431 ? "Request Header Fields Too Large"
+                                       : "Bad Request",
+                       NULL, why);
+    c->state = C_FLUSHING;
+}
+
 /* ---- the request, from the client ---- */
 
 static int rq_begin(http_parser *p)
@@ -556,6 +731,11 @@ static int rq_headers_done(http_parser *p)
     /* a draining proxy closes each client after the exchange it is in */
     c->req_keep_alive = http_should_keep_alive(p) && !c->px->draining;
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
+    if (c->req_chunked) {
+        /* its framing is checked before the parser reads on */
+        chunk_scan_init(&c->chunks, UINT64_MAX);
+        http_parser_pause(p, 1);
+    }
     /* the body is read whole before anything goes upstream, so the
      * client's wait for a go-ahead is answered here */
     const char *expect = headers_get(&c->req_headers, "expect");
@@ -718,24 +898,26 @@ static void client_parse(struct client *c)
         if (!head_checked) {
             int v = head_scan(&c->scan, px_buf_data(in), feed);
             if (v > 1) {
-                c->req_keep_alive = false;
-                if (v == 400)
-                    client_write_error(c, 400, "Bad Request", NULL,
-                                       "a bare CR or LF, a folded line or "
-                                       "space before a colon in the head");
-                else if (v == 414)
-                    client_write_error(c, 414, "URI Too Long", NULL,
-                                       "the request line is too long");
-                else
-                    client_write_error(c, 431,
-                                       "Request Header Fields Too Large", NULL,
-                                       "the request's head is too long");
-                c->state = C_FLUSHING;
+                client_refuse(c, v,
+                              v == 400   ? "a bare CR or LF, a folded line or "
+                                           "space before a colon in the head"
+                              : v == 414 ? "the request line is too long"
+                                         : "the request's head is too long");
                 return;
             }
             if (v == 0)
                 return; /* more to come */
             feed = c->scan.at;
+        } else if (c->req_chunked) {
+            /* and a chunked body only as far as its framing is checked */
+            int v = chunk_scan(&c->chunks, px_buf_data(in), feed);
+            if (v > 1) {
+                client_refuse(c, v, c->chunks.why);
+                return;
+            }
+            feed = c->chunks.ok;
+            if (feed == 0)
+                return; /* more to come */
         }
         size_t used = http_parser_execute(&c->req_parser, &request_settings,
                                           px_buf_data(in), feed);
@@ -746,15 +928,14 @@ static void client_parse(struct client *c)
             event_del(&c->timer);            /* and its own deadline */
         } else if (!head_checked)
             c->scan.at -= used;
+        else if (c->req_chunked)
+            chunk_scan_consumed(&c->chunks, used);
         if (err == HPE_PAUSED) {
             http_parser_pause(&c->req_parser, 0);
             err = HPE_OK;
         }
         if (err != HPE_OK) {
-            c->req_keep_alive = false;
-            client_write_error(c, 400, "Bad Request", NULL,
-                               http_errno_description(err));
-            c->state = C_FLUSHING;
+            client_refuse(c, 400, http_errno_description(err));
             return;
         }
         if (!c->req_complete && !head_checked && c->scan.done)
@@ -763,10 +944,7 @@ static void client_parse(struct client *c)
             return; /* more to come */
         c->px->stats.requests++;
         if (c->req_too_big) {
-            c->req_keep_alive = false;
-            client_write_error(c, 413, "Content Too Large", NULL,
-                               "request body too large");
-            c->state = C_FLUSHING;
+            client_refuse(c, 413, "request body too large");
             return;
         }
         int page_kind = stats_page(client_url(c));
@@ -921,6 +1099,7 @@ static int rs_body(http_parser *p, const char *at, size_t len)
 static int rs_complete(http_parser *p)
 {
     struct client *c = p->data;
+    c->resp_chunks_on = false; /* a message's, not the next one's */
     if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101)
         return 0; /* an interim response: the real one follows */
     if (c->chunked_out)
@@ -930,12 +1109,27 @@ static int rs_complete(http_parser *p)
     return 0;
 }
 
+/* The head is in and answered (rs_headers_done): a chunked body that
+ * follows is checked before the parser reads it (chunk_scan), so the
+ * parser stops here. */
+static int rs_head(http_parser *p)
+{
+    struct client *c = p->data;
+    int rc = rs_headers_done(p);
+    if (rc == 0 && (p->flags & F_CHUNKED)) {
+        chunk_scan_init(&c->resp_chunks, UINT64_MAX);
+        c->resp_chunks_on = true;
+        http_parser_pause(p, 1);
+    }
+    return rc;
+}
+
 static const http_parser_settings response_settings = {
     .on_message_begin = rs_begin,
     .on_status = rs_status,
     .on_header_field = rs_field,
     .on_header_value = rs_value,
-    .on_headers_complete = rs_headers_done,
+    .on_headers_complete = rs_head,
     .on_body = rs_body,
     .on_message_complete = rs_complete,
 };
@@ -1017,6 +1211,11 @@ static void exchange_failed(struct client *c, const char *why)
     client_next(c);
 }
 
+/* Parses what the upstream sent, a chunked body only as far as its
+ * framing is checked. A bad response fails the exchange (exchange_failed:
+ * the connection discarded); what this call queued of it for the client
+ * is taken back when none of the response had been sent yet, so the
+ * client gets a 502 rather than half an answer. */
 static void upstream_parse(struct client *c)
 {
     struct evbuffer *in = c->raw ? NULL : bufferevent_get_input(c->ub);
@@ -1026,23 +1225,58 @@ static void upstream_parse(struct client *c)
     c->any_byte = true;
     const char *data = c->raw ? px_buf_data(&c->uin)
                               : (const char *)evbuffer_pullup(in, (ssize_t)len);
-    size_t used =
-        http_parser_execute(&c->resp_parser, &response_settings, data, len);
+    bool head_was_sent = c->head_sent;
+    size_t queued = px_buf_size(&c->out);
+    size_t used = 0;
+    enum http_errno err = HPE_OK;
+    const char *bad = NULL; /* the chunked framing's fault */
+    while (used < len && !c->resp_done) {
+        size_t feed = len - used;
+        bool scanned = c->resp_chunks_on;
+        if (scanned) {
+            int v = chunk_scan(&c->resp_chunks, data + used, feed);
+            if (v > 1) {
+                bad = c->resp_chunks.why;
+                break;
+            }
+            feed = c->resp_chunks.ok;
+        }
+        size_t n =
+            feed ? http_parser_execute(&c->resp_parser, &response_settings,
+                                       data + used, feed)
+                 : 0;
+        used += n;
+        if (scanned)
+            chunk_scan_consumed(&c->resp_chunks, n);
+        err = HTTP_PARSER_ERRNO(&c->resp_parser);
+        if (err == HPE_PAUSED) {
+            err = HPE_OK;
+            if (!c->resp_done) /* at a chunked body: on to its check */
+                http_parser_pause(&c->resp_parser, 0);
+            continue;
+        }
+        if (err != HPE_OK || n == 0)
+            break; /* a fault, or more to come */
+    }
     if (c->raw)
         px_buf_consume(&c->uin, used);
     else
         evbuffer_drain(in, used);
     if (c->orphan)
         px_buf_clear(&c->out); /* for nobody */
-    enum http_errno err = HTTP_PARSER_ERRNO(&c->resp_parser);
-    if (err == HPE_PAUSED)
-        err = HPE_OK;
-    if (err != HPE_OK) {
+    if (err != HPE_OK || bad) {
         if (c->orphan && err == HPE_CB_headers_complete) {
             client_kill(c); /* rs_headers_done: not worth reading */
             return;
         }
-        exchange_failed(c, http_errno_description(err));
+        if (!head_was_sent && !c->orphan) {
+            px_buf_truncate(&c->out, queued);
+            c->head_sent = false;
+        }
+        char why[160];
+        if (bad)
+            snprintf(why, sizeof why, "a malformed chunked response: %s", bad);
+        exchange_failed(c, bad ? why : http_errno_description(err));
         return;
     }
     if (!c->resp_done)
@@ -1153,6 +1387,7 @@ static void send_upstream(struct client *c)
     c->head_sent = false;
     c->resp_done = false;
     c->chunked_out = false;
+    c->resp_chunks_on = false;
     /* Only when not enabled already (a connection is lent enabled):
      * libevent adds the write event on every enable, whatever is queued,
      * so each request would cost two epoll_ctl and a wake-up to find

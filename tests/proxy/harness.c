@@ -17,6 +17,7 @@
 #include <http_parser.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -400,6 +401,37 @@ bool client_request(int fd, const char *method, const char *path,
     bool ok = client_exchange(fd, req, at, strcmp(method, "HEAD") == 0, out);
     free(req);
     return ok;
+}
+
+static void raw_talk(void *arg)
+{
+    struct raw *r = arg;
+    int fd = client_connect(r->port);
+    if (fd < 0)
+        return;
+    send(fd, r->req, strlen(r->req), MSG_NOSIGNAL);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, r->quiet_ms) <= 0)
+            break;
+        ssize_t n = recv(fd, r->got + r->len, sizeof r->got - 1 - r->len, 0);
+        if (n <= 0) {
+            r->closed = true;
+            break;
+        }
+        r->len += (size_t)n;
+    }
+    r->got[r->len] = '\0';
+    close(fd);
+}
+
+void talk(struct raw *r, int port, const char *req)
+{
+    memset(r, 0, sizeof *r);
+    r->port = port;
+    r->req = req;
+    r->quiet_ms = 800;
+    run_client(raw_talk, r, 5000);
 }
 
 long nginx_accepts(const struct nginx *n)

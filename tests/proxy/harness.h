@@ -116,6 +116,21 @@ bool client_request(int fd, const char *method, const char *path,
                     const void *body, size_t len, bool chunked,
                     struct response *out);
 
+/* A raw exchange: sends req and reads what comes back until the proxy
+ * closes or is quiet for `quiet_ms`; `closed` says which. */
+struct raw {
+    int port;
+    const char *req;
+    int quiet_ms;
+    char got[16384];
+    size_t len;
+    bool closed;
+};
+
+/* One raw exchange with the proxy on port, quiet after 800 ms, run in a
+ * thread while the loop runs (5 s at most). */
+void talk(struct raw *r, int port, const char *req);
+
 /* Runs fn(arg) in a thread while the loop runs; returns when it ends (or
  * fails the test after ms). */
 void run_client(void (*fn)(void *), void *arg, int ms);

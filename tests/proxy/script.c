@@ -1,6 +1,7 @@
 /* The proxy suite's scripted origin (see script.h). */
 #include "script.h"
 
+#include "harness.h"
 #include "runner.h"
 
 #include <arpa/inet.h>
@@ -133,9 +134,17 @@ static void serve(int fd)
         memmove(buf, buf + at, have - at);
         have -= at;
         const char *reply = s ? s->reply : default_reply;
+        size_t first = strcspn(reply, s && s->after == SPLIT ? "\f" : "");
         if (!(s && s->after == EARLY) &&
-            send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0)
+            send(fd, reply, first, MSG_NOSIGNAL) < 0)
             return;
+        if (reply[first]) { /* SPLIT */
+            struct timespec ms200 = {.tv_nsec = 200000000};
+            nanosleep(&ms200, NULL);
+            const char *rest = reply + first + 1;
+            if (send(fd, rest, strlen(rest), MSG_NOSIGNAL) < 0)
+                return;
+        }
         if (s && s->after == HOLD) {
             struct timespec hold = {.tv_sec = 1, .tv_nsec = 500000000};
             nanosleep(&hold, NULL);
@@ -222,4 +231,18 @@ void script_origin_stop(void)
     ck_assert_msg(atomic_load(&origin_serving) == 0,
                   "%d origin connections still served",
                   atomic_load(&origin_serving));
+}
+
+void proxy_on_scripts(const struct script *scripts, size_t n,
+                      const char *const *args)
+{
+    int port = script_origin_start(scripts, n);
+    proxy_start_with(&port, 1, 1, args);
+}
+
+void script_teardown(void)
+{
+    proxy_stop();
+    script_origin_stop();
+    harness_teardown();
 }

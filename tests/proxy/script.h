@@ -20,6 +20,8 @@ enum after {
      * dropped (as nginx does) before the next request */
     EARLY,
     HOLD, /* nothing more for a second and a half, then the close */
+    /* the reply up to its first '\f', then the rest 200 ms later */
+    SPLIT,
 };
 
 struct script {
@@ -36,6 +38,15 @@ int script_origin_start(const struct script *scripts, size_t n);
  * to end: stop the proxy first, which closes its side of them. Nothing
  * when it is not running. */
 void script_origin_stop(void);
+
+/* The origin on scripts[0, n) and the proxy (harness.h) of one upstream
+ * connection in front of it, with the command line's extra words `args`
+ * (NULL: none). */
+void proxy_on_scripts(const struct script *scripts, size_t n,
+                      const char *const *args);
+/* The teardown of a test that used them: the proxy first, then the origin
+ * it holds connections to, then the harness. */
+void script_teardown(void);
 
 /* Connections accepted since the start. */
 extern atomic_int origin_accepts;

@@ -48,69 +48,11 @@ static const struct script scripts[] = {
      KEEP},
 };
 
-static void setup(void)
-{
-    harness_setup();
-}
-
-/* Each test's proxy goes first, then the origin it holds connections to. */
-static void teardown(void)
-{
-    proxy_stop();
-    script_origin_stop();
-    harness_teardown();
-}
-
 /* The scripted origin, and a proxy of one upstream connection in front of
  * it with the command line's extra options `args` (NULL: none). */
 static void proxy_on_script(const char *const *args)
 {
-    int port = script_origin_start(scripts, sizeof scripts / sizeof scripts[0]);
-    proxy_start_with(&port, 1, 1, args);
-}
-
-/* ---- a raw client ---- */
-
-/* Sends req and reads what comes back until the proxy closes or is quiet
- * for `quiet_ms`; `closed` says which. */
-struct raw {
-    int port;
-    const char *req;
-    int quiet_ms;
-    char got[16384];
-    size_t len;
-    bool closed;
-};
-
-static void raw_talk(void *arg)
-{
-    struct raw *r = arg;
-    int fd = client_connect(r->port);
-    if (fd < 0)
-        return;
-    send(fd, r->req, strlen(r->req), MSG_NOSIGNAL);
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, r->quiet_ms) <= 0)
-            break;
-        ssize_t n = recv(fd, r->got + r->len, sizeof r->got - 1 - r->len, 0);
-        if (n <= 0) {
-            r->closed = true;
-            break;
-        }
-        r->len += (size_t)n;
-    }
-    r->got[r->len] = '\0';
-    close(fd);
-}
-
-static void talk(struct raw *r, int port, const char *req)
-{
-    memset(r, 0, sizeof *r);
-    r->port = port;
-    r->req = req;
-    r->quiet_ms = 800;
-    run_client(raw_talk, r, 5000);
+    proxy_on_scripts(scripts, sizeof scripts / sizeof scripts[0], args);
 }
 
 /* ---- responses cut or framed oddly ---- */
@@ -591,7 +533,7 @@ static Suite *framing_suite(void)
 {
     Suite *s = suite_create("proxy-framing");
     TCase *tc = tcase_create("framing");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, harness_setup, script_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
