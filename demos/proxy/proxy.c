@@ -503,7 +503,8 @@ struct client {
     bool req_chunked;
     bool req_complete;
     bool req_keep_alive;
-    bool req_begun; /* a request's first byte was parsed, not its end */
+    bool req_begun;       /* a request's first byte was parsed, not its end */
+    bool req_head_parsed; /* fields parsed from now on are trailers */
     bool req_too_big;
     unsigned method;
     unsigned short req_minor;
@@ -698,6 +699,7 @@ static int rq_begin(http_parser *p)
     c->req_complete = false;
     c->req_too_big = false;
     c->req_begun = true;
+    c->req_head_parsed = false;
     return 0;
 }
 
@@ -711,15 +713,23 @@ static int rq_url(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
+/* A chunked body's trailer fields (RFC 9112 7.1.2) are never merged
+ * into the head: the parser hands them over as it does the head's, and
+ * a trailer named Host went upstream as a second Host. The request goes
+ * upstream with a Content-Length, so they stay at the proxy. */
 static int rq_field(http_parser *p, const char *at, size_t len)
 {
-    headers_field(&((struct client *)p->data)->req_headers, at, len);
+    struct client *c = p->data;
+    if (!c->req_head_parsed)
+        headers_field(&c->req_headers, at, len);
     return 0;
 }
 
 static int rq_value(http_parser *p, const char *at, size_t len)
 {
-    headers_value(&((struct client *)p->data)->req_headers, at, len);
+    struct client *c = p->data;
+    if (!c->req_head_parsed)
+        headers_value(&c->req_headers, at, len);
     return 0;
 }
 
@@ -731,6 +741,7 @@ static int rq_headers_done(http_parser *p)
     /* a draining proxy closes each client after the exchange it is in */
     c->req_keep_alive = http_should_keep_alive(p) && !c->px->draining;
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
+    c->req_head_parsed = true;
     if (c->req_chunked) {
         /* its framing is checked before the parser reads on */
         chunk_scan_init(&c->chunks, UINT64_MAX);

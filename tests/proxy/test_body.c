@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "harness.h"
 #include "script.h"
@@ -124,6 +125,36 @@ START_TEST(a_chunked_response_gone_bad_midway_cuts_the_client)
 }
 END_TEST
 
+/* ---- trailers ---- */
+
+/* A chunked request's trailer fields never become fields of the head the
+ * origin gets: a trailer named Host reached it as a second Host, and one
+ * named Content-Length beside the proxy's own. */
+START_TEST(trailers_never_join_the_head)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "POST /t HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "3\r\nabc\r\n0\r\nHost: evil\r\nContent-Length: 99\r\n"
+         "X-Checksum: 42\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    char seen[sizeof origin_seen];
+    pthread_mutex_lock(&seen_lock);
+    memcpy(seen, origin_seen, sizeof seen);
+    pthread_mutex_unlock(&seen_lock);
+    char *end = strstr(seen, "\r\n\r\n");
+    ck_assert_ptr_nonnull(end);
+    end[2] = '\0'; /* the head alone */
+    ck_assert_msg(strstr(seen, "\r\nHost: t\r\n"), "%s", seen);
+    ck_assert_msg(!strcasestr(seen, "evil") && !strstr(seen, "99") &&
+                      !strstr(seen, "X-Checksum"),
+                  "%s", seen);
+    const char *host = strcasestr(seen, "\nHost:");
+    ck_assert_msg(!strcasestr(host + 1, "\nHost:"), "two: %s", seen);
+}
+END_TEST
+
 static Suite *body_suite(void)
 {
     Suite *s = suite_create("proxy-body");
@@ -133,6 +164,7 @@ static Suite *body_suite(void)
     tcase_add_test(tc, malformed_chunked_requests_get_400_and_go_nowhere);
     tcase_add_test(tc, malformed_chunked_responses_get_502_and_are_discarded);
     tcase_add_test(tc, a_chunked_response_gone_bad_midway_cuts_the_client);
+    tcase_add_test(tc, trailers_never_join_the_head);
     suite_add_tcase(s, tc);
     return s;
 }
