@@ -401,7 +401,9 @@ static int chunk_scan(struct chunk_scan *s, const char *p, size_t len)
             if (b != '\n')
                 return chunk_refuse(s, 400, "a bare CR in a chunk's line");
             if (s->size > s->max - s->total)
-                return chunk_refuse(s, 413, "the chunked body is too large");
+                return chunk_refuse(s, 413,
+                                    "the request's body is larger than the "
+                                    "proxy takes");
             s->total += s->size;
             s->part = s->size ? CK_DATA : CK_TRAILER;
             s->line = 0;
@@ -743,14 +745,21 @@ static int rq_headers_done(http_parser *p)
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
     c->req_head_parsed = true;
     if (c->req_chunked) {
-        /* its framing is checked before the parser reads on */
-        chunk_scan_init(&c->chunks, UINT64_MAX);
+        /* its framing is checked before the parser reads on, and its
+         * size as it grows: 413 once the chunks announce more than
+         * max_body */
+        chunk_scan_init(&c->chunks, c->px->max_body);
         http_parser_pause(p, 1);
     }
+    /* a length past max_body is refused as soon as the head is in
+     * (client_parse), with no go-ahead: the client need not send it */
+    c->req_too_big = !c->req_chunked && p->content_length != ULLONG_MAX &&
+                     p->content_length > c->px->max_body;
     /* the body is read whole before anything goes upstream, so the
      * client's wait for a go-ahead is answered here */
     const char *expect = headers_get(&c->req_headers, "expect");
-    if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
+    if (expect && strcasecmp(expect, "100-continue") == 0 &&
+        p->http_minor >= 1 && !c->req_too_big)
         px_buf_add(client_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
     return 0;
 }
@@ -758,10 +767,6 @@ static int rq_headers_done(http_parser *p)
 static int rq_body(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
-    if (px_buf_size(&c->req_body) + len > c->px->max_body) {
-        c->req_too_big = true;
-        return 0;
-    }
     px_buf_add(&c->req_body, at, len);
     return 0;
 }
@@ -949,15 +954,21 @@ static void client_parse(struct client *c)
             client_refuse(c, 400, http_errno_description(err));
             return;
         }
+        if (c->req_too_big) {
+            c->px->stats.requests++;
+            char why[96];
+            snprintf(why, sizeof why,
+                     "the request's body is larger than the proxy takes "
+                     "(%zu bytes)",
+                     c->px->max_body);
+            client_refuse(c, 413, why);
+            return;
+        }
         if (!c->req_complete && !head_checked && c->scan.done)
             continue; /* the head alone was parsed: now what follows it */
         if (!c->req_complete)
             return; /* more to come */
         c->px->stats.requests++;
-        if (c->req_too_big) {
-            client_refuse(c, 413, "request body too large");
-            return;
-        }
         int page_kind = stats_page(client_url(c));
         if (page_kind && c->method != HTTP_GET && c->method != HTTP_HEAD) {
             client_write_error(c, 405, "Method Not Allowed",

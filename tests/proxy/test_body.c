@@ -155,6 +155,58 @@ START_TEST(trailers_never_join_the_head)
 }
 END_TEST
 
+/* ---- the body's limit ---- */
+
+static const char *const limit_1k[] = {"--max-body", "1k", NULL};
+
+/* A length past --max-body is refused with 413 as soon as the head is in,
+ * and a client that waits for 100 Continue is not told to go ahead: it got
+ * 100 Continue and then waited, its body read whole before the refusal. A
+ * length within the limit gets the go-ahead and is served. */
+START_TEST(a_length_past_the_limit_gets_413_at_once_without_100)
+{
+    proxy_on_script(limit_1k);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n"
+         "Expect: 100-continue\r\n\r\n");
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 413 ", 13) == 0, "%s", r.got);
+    ck_assert_msg(strstr(r.got, "1024 bytes"), "%s", r.got);
+    ck_assert(r.closed);
+    char req[1200];
+    int h = snprintf(req, sizeof req,
+                     "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1024\r\n"
+                     "Expect: 100-continue\r\n\r\n");
+    memset(req + h, 'b', 1024);
+    req[h + 1024] = '\0';
+    talk(&r, proxy_port(), req);
+    ck_assert_msg(
+        strncmp(r.got, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ", 38) == 0,
+        "%s", r.got);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 1);
+}
+END_TEST
+
+/* A chunked body is refused with 413 as soon as its chunks announce more
+ * than the limit, before their data: the client here stops sending there,
+ * and got no answer until its body would have been read whole. */
+START_TEST(a_chunked_body_past_the_limit_gets_413_as_it_passes_it)
+{
+    proxy_on_script(limit_1k);
+    char req[1200];
+    int h = snprintf(req, sizeof req,
+                     "POST / HTTP/1.1\r\nHost: t\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n300\r\n");
+    memset(req + h, 'c', 0x300);
+    snprintf(req + h + 0x300, sizeof req - (size_t)h - 0x300, "\r\n101\r\n");
+    struct raw r;
+    talk(&r, proxy_port(), req);
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 413 ", 13) == 0, "%s", r.got);
+    ck_assert(r.closed);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+}
+END_TEST
+
 static Suite *body_suite(void)
 {
     Suite *s = suite_create("proxy-body");
@@ -165,6 +217,8 @@ static Suite *body_suite(void)
     tcase_add_test(tc, malformed_chunked_responses_get_502_and_are_discarded);
     tcase_add_test(tc, a_chunked_response_gone_bad_midway_cuts_the_client);
     tcase_add_test(tc, trailers_never_join_the_head);
+    tcase_add_test(tc, a_length_past_the_limit_gets_413_at_once_without_100);
+    tcase_add_test(tc, a_chunked_body_past_the_limit_gets_413_as_it_passes_it);
     suite_add_tcase(s, tc);
     return s;
 }
