@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -66,10 +67,29 @@ static const struct script *script_for(const char *buf, size_t head)
     return NULL;
 }
 
-/* One request through the parser: done once its end is read. */
+uint32_t script_sum(uint32_t sum, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        sum = (sum ^ b[i]) * 16777619u;
+    return sum;
+}
+
+/* One request through the parser: its body's length and sum, and done
+ * once its end is read. */
 struct request {
+    size_t body;
+    uint32_t sum;
     bool done;
 };
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+    struct request *r = p->data;
+    r->body += len;
+    r->sum = script_sum(r->sum, at, len);
+    return 0;
+}
 
 static int on_complete(http_parser *p)
 {
@@ -80,8 +100,26 @@ static int on_complete(http_parser *p)
 }
 
 static const http_parser_settings request_settings = {
+    .on_body = on_body,
     .on_message_complete = on_complete,
 };
+
+/* Whether a DROP_FIRST script is asked for the first time since the
+ * start. */
+static atomic_int asked[64];
+
+static bool first_time(const struct script *s)
+{
+    size_t i = (size_t)(s - origin_scripts);
+    return i < sizeof asked / sizeof asked[0] &&
+           atomic_exchange(&asked[i], 1) == 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000};
+    nanosleep(&t, NULL);
+}
 
 /* Serves one connection: a reply for each request, until the client
  * closes or a script resets. */
@@ -107,9 +145,11 @@ static void serve(int fd)
         if (s && s->after == EARLY &&
             send(fd, s->reply, strlen(s->reply), MSG_NOSIGNAL) < 0)
             return;
+        if (s && s->after == STALL_BODY)
+            sleep_ms(1500);
         /* the head through the parser, then the body as it comes: after
          * the reply for EARLY, before it for the others */
-        struct request r = {0};
+        struct request r = {.sum = 2166136261u};
         p.data = &r;
         size_t at = 0, skip = head; /* the head is in origin_seen already */
         while (!r.done) {
@@ -133,27 +173,33 @@ static void serve(int fd)
         }
         memmove(buf, buf + at, have - at);
         have -= at;
-        const char *reply = s ? s->reply : default_reply;
+        if (s && s->after == DROP_FIRST && first_time(s))
+            return;
+        char counted[128];
+        if (s && !s->reply)
+            snprintf(counted, sizeof counted,
+                     "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+                     "bytes=%zu sum=%08x",
+                     snprintf(NULL, 0, "bytes=%zu sum=%08x", r.body, r.sum),
+                     r.body, r.sum);
+        const char *reply = !s ? default_reply : s->reply ? s->reply : counted;
         size_t first = strcspn(reply, s && s->after == SPLIT ? "\f" : "");
         if (!(s && s->after == EARLY) &&
             send(fd, reply, first, MSG_NOSIGNAL) < 0)
             return;
         if (reply[first]) { /* SPLIT */
-            struct timespec ms200 = {.tv_nsec = 200000000};
-            nanosleep(&ms200, NULL);
+            sleep_ms(200);
             const char *rest = reply + first + 1;
             if (send(fd, rest, strlen(rest), MSG_NOSIGNAL) < 0)
                 return;
         }
         if (s && s->after == HOLD) {
-            struct timespec hold = {.tv_sec = 1, .tv_nsec = 500000000};
-            nanosleep(&hold, NULL);
+            sleep_ms(1500);
             return;
         }
         if (s && s->after == RESET) {
             /* a pause, so the bytes before the reset are read first */
-            struct timespec ms100 = {.tv_nsec = 100000000};
-            nanosleep(&ms100, NULL);
+            sleep_ms(100);
             struct linger lg = {.l_onoff = 1, .l_linger = 0};
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
             return;
@@ -211,6 +257,8 @@ int script_origin_start(const struct script *scripts, size_t n)
     atomic_store(&origin_accepts, 0);
     atomic_store(&origin_stopping, 0);
     atomic_store(&origin_serving, 0);
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++)
+        atomic_store(&asked[i], 0);
     ck_assert_int_eq(pthread_create(&origin_thread, NULL, origin_main, NULL),
                      0);
     return ntohs(a.sin_port);
@@ -224,10 +272,8 @@ void script_origin_stop(void)
     pthread_join(origin_thread, NULL);
     close(origin_fd);
     origin_fd = -1;
-    for (int i = 0; i < 500 && atomic_load(&origin_serving) > 0; i++) {
-        struct timespec ms10 = {.tv_nsec = 10000000};
-        nanosleep(&ms10, NULL);
-    }
+    for (int i = 0; i < 500 && atomic_load(&origin_serving) > 0; i++)
+        sleep_ms(10);
     ck_assert_msg(atomic_load(&origin_serving) == 0,
                   "%d origin connections still served",
                   atomic_load(&origin_serving));

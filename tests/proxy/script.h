@@ -22,13 +22,24 @@ enum after {
     HOLD, /* nothing more for a second and a half, then the close */
     /* the reply up to its first '\f', then the rest 200 ms later */
     SPLIT,
+    /* the body left unread for a second and a half, then read */
+    STALL_BODY,
+    /* the first request with this path since the start is read whole
+     * and its connection closed unanswered; later ones as KEEP */
+    DROP_FIRST,
 };
 
 struct script {
     const char *path; /* the request's path, exactly */
+    /* NULL: a 200 whose body is "bytes=N sum=X", the length of the body
+     * read and its script_sum in 8 hex digits */
     const char *reply;
     enum after after;
 };
+
+/* The sum of n more bytes at p onto sum (FNV-1a; 2166136261 to start), for
+ * a test to check a body the origin read against what it sent. */
+uint32_t script_sum(uint32_t sum, const void *p, size_t n);
 
 /* Starts the origin on a free port of 127.0.0.1 (returned), answering a
  * request whose path is in scripts[0, n) (borrowed: must outlive the

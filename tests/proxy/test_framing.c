@@ -334,55 +334,6 @@ END_TEST
 
 static const char *const quick_clients[] = {"--client-timeout", "500", NULL};
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* Sends pieces of a request `gap_ms` apart, then reads until the proxy
- * closes (or 5 s pass). */
-struct slow {
-    int port;
-    const char *pieces[48];
-    int gap_ms;
-    char got[4096];
-    size_t len;
-    bool closed;
-    int64_t took_ms;
-};
-
-static void slow_talk(void *arg)
-{
-    struct slow *w = arg;
-    int64_t t0 = now_ms();
-    int fd = client_connect(w->port);
-    if (fd < 0)
-        return;
-    for (int i = 0; w->pieces[i]; i++) {
-        if (send(fd, w->pieces[i], strlen(w->pieces[i]), MSG_NOSIGNAL) < 0)
-            break;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, w->gap_ms) > 0)
-            break; /* an answer (or the close) came before the rest */
-    }
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 5000) <= 0)
-            break;
-        ssize_t n = recv(fd, w->got + w->len, sizeof w->got - 1 - w->len, 0);
-        if (n <= 0) {
-            w->closed = n == 0 || w->len > 0;
-            break;
-        }
-        w->len += (size_t)n;
-    }
-    w->got[w->len] = '\0';
-    w->took_ms = now_ms() - t0;
-    close(fd);
-}
-
 /* A head sent a byte at a time, each byte well within the timeout, is
  * still bounded: 408 at the head's deadline, then the close. */
 START_TEST(a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline)
