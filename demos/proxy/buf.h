@@ -52,6 +52,13 @@ static inline void px_buf_adds(struct px_buf *b, const char *s)
 
 void px_buf_printf(struct px_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Drops what was added since the buffer held `size` unconsumed bytes
+ * (nothing may have been consumed since). */
+static inline void px_buf_truncate(struct px_buf *b, size_t size)
+{
+    b->len = b->off + size;
+}
+
 /* Marks n more bytes consumed; all of them empties the buffer. */
 void px_buf_consume(struct px_buf *b, size_t n);
 void px_buf_clear(struct px_buf *b);

@@ -48,6 +48,9 @@ void px_config_usage(FILE *f)
             "  --client-timeout MS     a request's head must come within, "
             "a body\n"
             "                          pause no longer, then 408 (60000)\n"
+            "  --max-body SIZE         a request body's limit, past it 413: "
+            "bytes, or\n"
+            "                          with k, m or g after them (64m)\n"
             "  --keep S                idle upstream connections kept; below "
             "the\n"
             "                          upstream's keep-alive timeout (60)\n"
@@ -106,6 +109,31 @@ static const char *host_port(const char *s, char *host, size_t hlen,
     host[len] = '\0';
     *port = (int)p;
     return NULL;
+}
+
+/* "--max-body": a whole number of bytes, or of KiB, MiB or GiB with a k,
+ * m or g after it (either case), from 1 byte to 1024g; false when v is
+ * not one. */
+static bool size_value(const char *v, size_t *out)
+{
+    static const long long max = 1LL << 40;
+    char digits[32];
+    size_t n = strlen(v);
+    if (n == 0 || n >= sizeof digits)
+        return false;
+    memcpy(digits, v, n + 1);
+    long long unit = 1;
+    const char *units = "kKmMgG";
+    const char *u = strchr(units, digits[n - 1]);
+    if (u && *u) {
+        unit = 1LL << (10 * (1 + (u - units) / 2));
+        digits[n - 1] = '\0';
+    }
+    long long x;
+    if (!tide_demo_whole_number(digits, 1, max / unit, &x))
+        return false;
+    *out = (size_t)(x * unit);
+    return true;
 }
 
 /* The numeric options: their name, range, unit (ns per unit, 0 for a
@@ -184,9 +212,9 @@ int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
         for (size_t k = 0; k < sizeof num_opts / sizeof num_opts[0]; k++)
             if (strcmp(a, num_opts[k].name) == 0)
                 num = &num_opts[k];
-        bool takes_value = num || strcmp(a, "--listen") == 0 ||
-                           strcmp(a, "--upstream") == 0 ||
-                           strcmp(a, "--ca") == 0;
+        bool takes_value =
+            num || strcmp(a, "--listen") == 0 || strcmp(a, "--upstream") == 0 ||
+            strcmp(a, "--ca") == 0 || strcmp(a, "--max-body") == 0;
         if (!takes_value)
             return fail(err, errlen, "unknown option '%s'", a);
         if (i + 1 >= argc)
@@ -195,6 +223,13 @@ int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
         if (num) {
             if (set_number(c, num, v, err, errlen))
                 return -1;
+        } else if (strcmp(a, "--max-body") == 0) {
+            if (!size_value(v, &c->max_body))
+                return fail(err, errlen,
+                            "--max-body: '%s' is not a size: a whole number "
+                            "of bytes from 1, or of k, m or g (KiB, MiB, "
+                            "GiB) up to 1024g",
+                            v);
         } else if (strcmp(a, "--listen") == 0) {
             const char *why = host_port(
                 v, c->listen_host, sizeof c->listen_host, 0, &c->listen_port);
@@ -259,7 +294,8 @@ void px_config_proxy_options(const struct px_config *c, struct px_options *out)
                                .listen_port = c->listen_port,
                                .acquire_timeout = c->acquire_timeout,
                                .response_timeout = c->response_timeout,
-                               .client_timeout = c->client_timeout};
+                               .client_timeout = c->client_timeout,
+                               .max_body = c->max_body};
 }
 
 int px_upstreams_open(struct px_upstreams *u, struct event_base *base,

@@ -52,6 +52,7 @@ struct px_config {
     int64_t connect_timeout;  /* ns; 0: the TCP factory's preset */
     int64_t response_timeout; /* ns; 0: the proxy's preset */
     int64_t client_timeout;   /* ns; 0: the proxy's preset */
+    size_t max_body;          /* bytes; 0: the proxy's preset */
     int64_t drain_timeout;    /* ns SIGTERM waits for exchanges in flight */
     const char *ca;           /* borrowed: argv or the caller's */
     const char *ca_pem;       /* PEM text (not from the command line) */

@@ -1,6 +1,7 @@
 /* The proxy: client connections, one exchange at a time on each (pipelined
  * requests wait in the input until the response before them is done), an
- * upstream connection per exchange from the group. See proxy.h. */
+ * upstream connection per exchange from the group, a request's body
+ * streamed to it as it comes. See proxy.h. */
 #include "proxy.h"
 #include "buf.h"
 #include "stats.h"
@@ -342,6 +343,161 @@ static int head_scan(struct head_scan *s, const char *p, size_t len)
     return 0;
 }
 
+/* ---- a chunked body, checked before it is parsed ---- */
+
+/* libhttp-parser 2.9 (built without HTTP_PARSER_STRICT, as Debian's is)
+ * takes any two bytes after a chunk's data for its CRLF, any byte after a
+ * CR for the LF, and a bare LF inside a chunk extension or in the trailer
+ * section; each is a boundary another parser draws elsewhere. So a
+ * chunked body is checked here first (RFC 9112 7.1), both ways, and the
+ * parser sees only what passed. */
+
+/* A chunk's size line, extensions included, longer than this is refused */
+#define CHUNK_LINE_MAX 4096
+
+enum chunk_part {
+    CK_SIZE,    /* the size's hex digits */
+    CK_EXT,     /* extensions, up to the line's CR */
+    CK_SIZE_LF, /* the LF after that CR */
+    CK_DATA,
+    CK_DATA_CR, /* the CRLF that must follow the data */
+    CK_DATA_LF,
+    CK_TRAILER, /* the trailer section, up to its empty line */
+    CK_DONE,
+};
+
+struct chunk_scan {
+    size_t at; /* the offset reached in the input (the body starts it) */
+    size_t ok; /* bytes from the input's start fine to parse */
+    enum chunk_part part;
+    uint64_t size;  /* the chunk's size, then what is left of its data */
+    uint64_t total; /* the data of every chunk so far */
+    uint64_t max;   /* more data than this is refused (413) */
+    size_t line;    /* bytes of the size line so far */
+    /* the trailer section, checked as a head's fields are */
+    struct head_scan trailer;
+    const char *why; /* what was wrong, once refused */
+};
+
+static void chunk_scan_init(struct chunk_scan *s, uint64_t max)
+{
+    *s = (struct chunk_scan){
+        .max = max,
+        .trailer = {.begun = true, .fields = true, .in_name = true}};
+}
+
+static int chunk_refuse(struct chunk_scan *s, int status, const char *why)
+{
+    s->why = why;
+    return status;
+}
+
+static int hex_digit(char b)
+{
+    if (b >= '0' && b <= '9')
+        return b - '0';
+    if (b >= 'a' && b <= 'f')
+        return b - 'a' + 10;
+    if (b >= 'A' && b <= 'F')
+        return b - 'A' + 10;
+    return -1;
+}
+
+/* Checks the chunked body at the start of p[0, len), on from where the
+ * last call stopped: each chunk's size in hex, its extensions (no CR, LF or
+ * other control byte), the CRLF ending its line, exactly `size` bytes of
+ * data and the CRLF after them; then the trailer section as head_scan
+ * checks a head's fields. Returns 0 until the body's end is in, 1 once it
+ * is (at is its length), or the status refusing it (400; 413 past max;
+ * 431 for a trailer section past HEAD_MAX), with why set. s->ok says how
+ * much of p the parser may see: a trailer section only once it is whole. */
+static int chunk_scan(struct chunk_scan *s, const char *p, size_t len)
+{
+    while (s->at < len && s->part != CK_DONE) {
+        if (s->part == CK_DATA) {
+            size_t n = len - s->at < s->size ? len - s->at : (size_t)s->size;
+            s->at += n;
+            s->size -= n;
+            if (s->size == 0)
+                s->part = CK_DATA_CR;
+            continue;
+        }
+        if (s->part == CK_TRAILER) {
+            size_t start = s->at - s->trailer.at;
+            int v = head_scan(&s->trailer, p + start, len - start);
+            s->at = start + s->trailer.at;
+            if (v > 1)
+                return chunk_refuse(
+                    s, v,
+                    v == 400 ? "a bare CR or LF, a folded line or space "
+                               "before a colon in the trailer section"
+                             : "the trailer section is too long");
+            if (v == 1)
+                s->part = CK_DONE;
+            continue;
+        }
+        char b = p[s->at++];
+        switch (s->part) {
+        case CK_SIZE: {
+            int d = hex_digit(b);
+            if (d >= 0 && s->size > (UINT64_MAX >> 4))
+                return chunk_refuse(s, 400, "a chunk size too large");
+            if (d >= 0)
+                s->size = s->size * 16 + (uint64_t)d;
+            else if (s->line > 0 && (b == ';' || b == ' ' || b == '\t'))
+                s->part = CK_EXT;
+            else if (s->line > 0 && b == '\r')
+                s->part = CK_SIZE_LF;
+            else
+                return chunk_refuse(s, 400, "a chunk size that is not hex");
+            break;
+        }
+        case CK_EXT:
+            if (b == '\r')
+                s->part = CK_SIZE_LF;
+            else if (((unsigned char)b < 0x20 && b != '\t') || b == 0x7f)
+                return chunk_refuse(s, 400,
+                                    "a bare LF or a control byte in a "
+                                    "chunk's line");
+            break;
+        case CK_SIZE_LF:
+            if (b != '\n')
+                return chunk_refuse(s, 400, "a bare CR in a chunk's line");
+            if (s->size > s->max - s->total)
+                return chunk_refuse(s, 413,
+                                    "the request's body is larger than the "
+                                    "proxy takes");
+            s->total += s->size;
+            s->part = s->size ? CK_DATA : CK_TRAILER;
+            s->line = 0;
+            continue;
+        case CK_DATA_CR:
+            if (b != '\r')
+                return chunk_refuse(s, 400, "chunk data not followed by CRLF");
+            s->part = CK_DATA_LF;
+            continue;
+        case CK_DATA_LF:
+            if (b != '\n')
+                return chunk_refuse(s, 400, "chunk data not followed by CRLF");
+            s->part = CK_SIZE;
+            continue;
+        default:
+            break;
+        }
+        if (++s->line > CHUNK_LINE_MAX)
+            return chunk_refuse(s, 400, "a chunk's line is too long");
+    }
+    s->ok = s->part == CK_TRAILER ? s->at - s->trailer.at : s->at;
+    return s->part == CK_DONE;
+}
+
+/* The parser consumed n bytes from the input's start. */
+static void chunk_scan_consumed(struct chunk_scan *s, size_t n)
+{
+    s->at -= n;
+    s->ok -= n;
+}
+
 /* ---- the proxy and its clients ---- */
 
 struct client;
@@ -367,9 +523,10 @@ struct px {
 };
 
 enum client_state {
-    C_READING = 0, /* parsing a request */
-    C_ACQUIRING,   /* the request is whole; waiting for a connection */
-    C_EXCHANGING,  /* sent upstream; relaying the response */
+    C_READING = 0, /* parsing a request's head (or a body for nobody) */
+    C_ACQUIRING,   /* the head is in; waiting for a connection */
+    C_EXCHANGING,  /* sent upstream, its body as it comes; relaying the
+                      response */
     C_FLUSHING,    /* the last response is queued; close once written */
     C_DEAD,        /* closed: freed from the loop by `reap` */
 };
@@ -405,15 +562,29 @@ struct client {
     http_parser req_parser;
     struct headers req_headers;
     size_t url;        /* in req_headers.text, or NO_VALUE */
-    struct px_buf req; /* the whole request as it goes upstream */
-    struct px_buf req_body;
+    struct px_buf req; /* what goes upstream next: the head, then each
+                          piece of the body (rq_body, body_flush) */
+    /* the body as it went upstream, kept for a retry (body_flush) */
+    struct px_buf retry_body;
     struct head_scan scan; /* of the request being read */
+    /* of its body, when chunked */
+    struct chunk_scan chunks;
     bool req_chunked;
     bool req_complete;
     bool req_keep_alive;
-    bool req_begun; /* a request's first byte was parsed, not its end */
+    bool req_begun;       /* a request's first byte was parsed, not its end */
+    bool req_head_parsed; /* fields parsed from now on are trailers */
     bool req_too_big;
     const char *refused; /* why rq_headers_done refused the head: 400 */
+    bool retry_outgrown; /* the body outgrew RETRY_MAX: no retry */
+    /* a chunked body's trailer fields, apart from the head */
+    struct headers req_trailers;
+    uint64_t req_length; /* its Content-Length, or ULLONG_MAX */
+    /* the exchange ended before the body did: the rest is read for
+     * nobody, then the next request */
+    bool req_answered;
+    bool expects_continue; /* the client waits for 100 Continue */
+    bool continue_sent;
     unsigned method;
     unsigned short req_minor;
 
@@ -430,6 +601,8 @@ struct client {
     struct event urd;  /* raw: EV_READ, persistent, response_tv of silence */
     struct px_buf uin; /* raw: read, not parsed yet */
     http_parser resp_parser;
+    struct chunk_scan resp_chunks; /* of a chunked response's body */
+    bool resp_chunks_on;           /* ...being read */
     struct headers resp_headers;
     size_t reason;     /* in resp_headers.text, or NO_VALUE */
     bool any_byte;     /* a response byte came on this connection */
@@ -438,6 +611,7 @@ struct client {
     bool close_client; /* close the client after this response */
     bool resp_done;
     bool upstream_reusable;
+    bool awaiting; /* the request is whole upstream: its silence counts */
     bool retried;
     /* the client left while a small response was still coming: it is
      * read to its end for nobody (what is meant for the client is
@@ -464,6 +638,16 @@ enum give {
  * and TCP holds the rest back, instead of the proxy's memory. Room for a
  * whole head at its largest, and more. */
 #define PIPELINED_MAX (2 * HEAD_MAX)
+/* A request's body queued for its upstream at most before no more of it
+ * is parsed: the client's bytes then wait in `in`, which stops reading it
+ * at PIPELINED_MAX (on_client_readable), and TCP holds the rest back. So
+ * an upload costs a client's buffers, not its size, and a slow upstream
+ * slows its client down. */
+#define UPSTREAM_HIGH (64 * 1024)
+/* The most of a request's body kept for a retry on another connection
+ * (an idempotent request whose connection failed before any response
+ * byte): past it the request is not sent again but answered 502. */
+#define RETRY_MAX (64 * 1024)
 
 /* Where bytes for the client go (dropped by client_flush once it left). */
 static struct px_buf *client_out(struct client *c)
@@ -566,6 +750,7 @@ static void client_kill(struct client *c);
 static bool client_orphan(struct client *c);
 static void client_next(struct client *c);
 static void start_exchange(struct client *c);
+static void give_back(struct client *c, enum give how);
 
 /* The Connection header of an answer to the client: close when the
  * connection ends after it; keep-alive to an HTTP/1.0 client that keeps
@@ -584,6 +769,10 @@ static void client_write_error(struct client *c, int status, const char *reason,
                                const char *extra_header, const char *body)
 {
     struct px_buf *out = client_out(c);
+    /* a client holding its body back for a go-ahead it never got will not
+     * send it: the answer ends the connection */
+    if (c->expects_continue && !c->continue_sent && !c->req_complete)
+        c->req_keep_alive = false;
     px_buf_printf(out,
                   "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
                   "Content-Length: %zu\r\n%s%s\r\n%s\n",
@@ -592,18 +781,44 @@ static void client_write_error(struct client *c, int status, const char *reason,
                   connection_line(c, !c->req_keep_alive), body);
 }
 
+/* Refuses the request being read with status (400, 408, 413, 414, 431)
+ * and why, and closes the client once that is written: what is left of
+ * the request cannot be told from what would follow it. An exchange its
+ * body was going to is abandoned (half a request in it, through no fault
+ * of the upstream); a client that has (part of) its answer already gets
+ * no other, the close says it. */
+static void client_refuse(struct client *c, int status, const char *why)
+{
+    bool cut = c->state == C_EXCHANGING && c->head_sent;
+    if (cut)
+        c->px->stats.aborted++;
+    give_back(c, GIVE_ABANDON);
+    c->req_keep_alive = false;
+    if (!cut && !c->req_answered)
+        client_write_error(c, status,
+                           status == 408   ? "Request Timeout"
+                           : status == 413 ? "Content Too Large"
+                           : status == 414 ? "URI Too Long"
+                           : status == 431 ? "Request Header Fields Too Large"
+                                           : "Bad Request",
+                           NULL, why);
+    c->state = C_FLUSHING;
+}
+
 /* ---- the request, from the client ---- */
 
 static int rq_begin(http_parser *p)
 {
     struct client *c = p->data;
     headers_clear(&c->req_headers);
+    headers_clear(&c->req_trailers);
     c->url = NO_VALUE;
-    px_buf_clear(&c->req_body);
     c->req_complete = false;
     c->req_too_big = false;
     c->refused = NULL;
     c->req_begun = true;
+    c->req_head_parsed = false;
+    c->continue_sent = false;
     return 0;
 }
 
@@ -617,15 +832,24 @@ static int rq_url(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
+/* A chunked body's trailer fields (RFC 9112 7.1.2) are kept apart,
+ * never merged into the head: the parser hands them over as it does the
+ * head's, and a trailer named Host went upstream as a second Host. They
+ * go upstream as trailers (trailers_out). */
+static struct headers *rq_fields(struct client *c)
+{
+    return c->req_head_parsed ? &c->req_trailers : &c->req_headers;
+}
+
 static int rq_field(http_parser *p, const char *at, size_t len)
 {
-    headers_field(&((struct client *)p->data)->req_headers, at, len);
+    headers_field(rq_fields(p->data), at, len);
     return 0;
 }
 
 static int rq_value(http_parser *p, const char *at, size_t len)
 {
-    headers_value(&((struct client *)p->data)->req_headers, at, len);
+    headers_value(rq_fields(p->data), at, len);
     return 0;
 }
 
@@ -673,30 +897,61 @@ static int rq_headers_done(http_parser *p)
     /* a draining proxy closes each client after the exchange it is in */
     c->req_keep_alive = http_should_keep_alive(p) && !c->px->draining;
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
-    /* the body is read whole before anything goes upstream, so the
-     * client's wait for a go-ahead is answered here */
+    c->req_length = c->req_chunked ? ULLONG_MAX : p->content_length;
+    c->req_head_parsed = true;
+    /* its framing is checked before the parser reads on, and its size as
+     * it grows: 413 once the chunks announce more than max_body */
+    if (c->req_chunked)
+        chunk_scan_init(&c->chunks, c->px->max_body);
+    /* a length past max_body is refused as soon as the head is in
+     * (request_head), with no go-ahead: the client need not send it */
+    c->req_too_big =
+        c->req_length != ULLONG_MAX && c->req_length > c->px->max_body;
+    /* the go-ahead is the proxy's to give (go_ahead), once it is ready
+     * for the body; Expect itself does not go upstream */
     const char *expect = headers_get(&c->req_headers, "expect");
-    if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
-        px_buf_add(client_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    c->expects_continue =
+        expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1;
+    /* the head is in: what becomes of the body is decided before the
+     * parser reads on (request_head) */
+    http_parser_pause(p, 1);
     return 0;
 }
 
+static void add_hex(struct px_buf *b, uint64_t v);
+
+/* A piece of the body: on its way upstream (body_flush) when it goes
+ * there, chunked again when it came chunked (its extensions dropped);
+ * else read for nobody (the proxy answers the request, or did). */
 static int rq_body(http_parser *p, const char *at, size_t len)
 {
     struct client *c = p->data;
-    if (px_buf_size(&c->req_body) + len > c->px->max_body) {
-        c->req_too_big = true;
+    if (c->state != C_EXCHANGING || !c->ub)
         return 0;
+    struct px_buf *r = &c->req;
+    if (c->req_chunked) {
+        add_hex(r, len);
+        px_buf_add(r, "\r\n", 2);
     }
-    px_buf_add(&c->req_body, at, len);
+    px_buf_add(r, at, len);
+    if (c->req_chunked)
+        px_buf_add(r, "\r\n", 2);
     return 0;
 }
+
+static void trailers_out(struct client *c);
+static void upstream_await(struct client *c);
 
 static int rq_complete(http_parser *p)
 {
     struct client *c = p->data;
     c->req_complete = true;
     c->req_begun = false;
+    if (c->state == C_EXCHANGING && c->ub) {
+        if (c->req_chunked)
+            trailers_out(c);
+        upstream_await(c); /* the whole request is with it */
+    }
     /* one exchange at a time: what follows waits in the input */
     http_parser_pause(p, 1);
     return 0;
@@ -743,12 +998,13 @@ static void add_hex(struct px_buf *b, uint64_t v)
     px_buf_add(b, d + sizeof d - n, n);
 }
 
-/* The request as it goes upstream to c->up: the body is sent with a
- * Content-Length (a chunked one is read whole, so its length is known).
- * Built once the upstream is known, as an HTTP/1.0 request may have no
- * Host and HTTP/1.1 requires one: the upstream's own is given then. A
- * target in absolute-form goes in origin-form, its authority as the Host
- * in place of the one that came (RFC 9112 3.2.2). */
+/* The request's head as it goes upstream to c->up, framed as the client
+ * framed its body (a length, or chunked: it streams). Built once the
+ * upstream is known, as an HTTP/1.0 request may have no Host and HTTP/1.1
+ * requires one: the upstream's own is given then. A target in absolute-form
+ * goes in origin-form, its authority as the Host in place of the one that
+ * came (RFC 9112 3.2.2). On a retry, what went of the body before follows
+ * it. */
 static void build_request(struct client *c)
 {
     struct px_buf *r = &c->req;
@@ -799,15 +1055,36 @@ static void build_request(struct client *c)
     }
     px_buf_adds(r, c->peer);
     px_buf_add(r, "\r\n", 2);
-    size_t body = px_buf_size(&c->req_body);
-    if (body > 0 || c->req_chunked || headers_get(hs, "content-length")) {
+    if (c->req_chunked) {
+        px_buf_add(r, "Transfer-Encoding: chunked\r\n", 28);
+    } else if (c->req_length != ULLONG_MAX) {
         px_buf_add(r, "Content-Length: ", 16);
-        add_uint(r, body);
+        add_uint(r, c->req_length);
         px_buf_add(r, "\r\n", 2);
     }
     px_buf_add(r, "\r\n", 2);
-    /* a copy: the body stays for a retry */
-    px_buf_add(r, px_buf_data(&c->req_body), body);
+    px_buf_add(r, px_buf_data(&c->retry_body), px_buf_size(&c->retry_body));
+}
+
+/* The last chunk, and the trailer fields the client sent, as trailers
+ * (RFC 9112 7.1.2), but for those a proxy controls, which never come from
+ * a trailer: Host, the framing (Content-Length, Transfer-Encoding), the
+ * hop-by-hop ones and those the head's Connection names, Expect and
+ * X-Forwarded-For. Nothing else in them is new to the upstream: a client
+ * may send any other field in its head. */
+static void trailers_out(struct client *c)
+{
+    const struct headers *ts = &c->req_trailers;
+    const struct headers *connection = connection_names(&c->req_headers);
+    px_buf_add(&c->req, "0\r\n", 3);
+    for (size_t i = 0; i < ts->n; i++) {
+        const char *name = header_name(ts, i);
+        if (!hop_by_hop(connection, name) && strcasecmp(name, "host") != 0 &&
+            strcasecmp(name, "expect") != 0 &&
+            strcasecmp(name, "x-forwarded-for") != 0)
+            add_header(&c->req, name, header_value(ts, i));
+    }
+    px_buf_add(&c->req, "\r\n", 2);
 }
 
 enum { STATS_NONE, STATS_JSON, STATS_PROMETHEUS };
@@ -848,42 +1125,148 @@ static bool answered_here(struct client *c)
     return true;
 }
 
-/* Parses what the client sent; a whole request starts its exchange. */
+static void upstream_write(struct client *c, const char *p, size_t n);
+static bool idempotent(unsigned method);
+
+/* The body that went into c->req, on to the upstream, and kept for a
+ * retry while there may be one: an idempotent request not retried yet, no
+ * response byte yet, and no more than RETRY_MAX of it (past that the
+ * request will not be sent again, and what was kept is let go). */
+static void body_flush(struct client *c)
+{
+    size_t n = px_buf_size(&c->req);
+    if (n == 0)
+        return;
+    upstream_write(c, px_buf_data(&c->req), n);
+    if (!c->retry_outgrown && !c->retried && !c->any_byte &&
+        idempotent(c->method)) {
+        if (px_buf_size(&c->retry_body) + n <= RETRY_MAX) {
+            px_buf_add(&c->retry_body, px_buf_data(&c->req), n);
+        } else {
+            c->retry_outgrown = true;
+            px_buf_dispose(&c->retry_body);
+        }
+    }
+    px_buf_clear(&c->req);
+}
+
+/* Whether what the client sent can be parsed now: while a request is read
+ * here (its head, or a body for nobody), and while its body goes to an
+ * upstream that takes it (less than UPSTREAM_HIGH queued); not while a
+ * connection is being got, nor once the request is whole and its exchange
+ * goes on (what follows waits its turn). */
+static bool client_parsing(const struct client *c)
+{
+    if (c->state == C_READING)
+        return true;
+    return c->state == C_EXCHANGING && !c->req_complete && c->ub &&
+           evbuffer_get_length(bufferevent_get_output(c->ub)) < UPSTREAM_HIGH;
+}
+
+static bool request_has_body(const struct client *c)
+{
+    return c->req_chunked || (c->req_length != ULLONG_MAX && c->req_length);
+}
+
+/* The proxy is ready for the body: a client that waits for a go-ahead gets
+ * it, once. Not before: a request refused or answered first never has its
+ * body sent (RFC 9110 10.1.1). */
+static void go_ahead(struct client *c)
+{
+    if (c->expects_continue && !c->continue_sent && !c->req_complete &&
+        request_has_body(c)) {
+        px_buf_add(client_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        c->continue_sent = true;
+    }
+}
+
+/* The request's head is in (the parser stopped there). A length past the
+ * limit gets 413 at once, a chunked body malformed in what came with the
+ * head 400 before anything goes upstream; a request for the stats page is
+ * answered here once its body was read for nobody; any other goes
+ * upstream now, and its body after it as it comes. */
+static void request_head(struct client *c)
+{
+    c->px->stats.requests++;
+    if (c->req_too_big) {
+        char why[96];
+        snprintf(why, sizeof why,
+                 "the request's body is larger than the proxy takes "
+                 "(%zu bytes)",
+                 c->px->max_body);
+        client_refuse(c, 413, why);
+        return;
+    }
+    if (c->req_chunked) {
+        int v =
+            chunk_scan(&c->chunks, px_buf_data(&c->in), px_buf_size(&c->in));
+        if (v > 1) {
+            client_refuse(c, v, c->chunks.why);
+            return;
+        }
+    }
+    if (stats_page(client_url(c))) {
+        go_ahead(c);
+        return;
+    }
+    c->retried = false;
+    c->retry_outgrown = false;
+    px_buf_clear(&c->retry_body);
+    start_exchange(c);
+}
+
+/* Parses what the client sent, as far as the request's state lets it
+ * (client_parsing): its head, checked whole first (head_scan); then its
+ * body, a chunked one only as far as its framing is checked (chunk_scan),
+ * going upstream a bounded piece at a time; then, once the request is
+ * whole and answered, the next one. */
 static void client_parse(struct client *c)
 {
     struct px_buf *in = &c->in;
-    while (c->state == C_READING && px_buf_size(in) > 0) {
+    while (px_buf_size(in) > 0 && client_parsing(c)) {
         /* the parser sees a head only once it is checked whole */
         size_t feed = px_buf_size(in);
         bool head_checked = c->scan.done;
         if (!head_checked) {
             int v = head_scan(&c->scan, px_buf_data(in), feed);
             if (v > 1) {
-                c->req_keep_alive = false;
-                if (v == 400)
-                    client_write_error(c, 400, "Bad Request", NULL,
-                                       "a bare CR or LF, a folded line or "
-                                       "space before a colon in the head");
-                else if (v == 414)
-                    client_write_error(c, 414, "URI Too Long", NULL,
-                                       "the request line is too long");
-                else if (c->scan.fields_n > FIELDS_MAX)
-                    client_write_error(c, 431,
-                                       "Request Header Fields Too Large", NULL,
-                                       too_many_fields);
-                else
-                    client_write_error(c, 431,
-                                       "Request Header Fields Too Large", NULL,
-                                       "the request's head is too long");
-                c->state = C_FLUSHING;
+                client_refuse(c, v,
+                              v == 400   ? "a bare CR or LF, a folded line or "
+                                           "space before a colon in the head"
+                              : v == 414 ? "the request line is too long"
+                              : c->scan.fields_n > FIELDS_MAX
+                                  ? too_many_fields
+                                  : "the request's head is too long");
                 return;
             }
             if (v == 0)
                 return; /* more to come */
             feed = c->scan.at;
+        } else if (c->req_chunked) {
+            /* and a chunked body only as far as its framing is checked */
+            int v = chunk_scan(&c->chunks, px_buf_data(in), feed);
+            if (v > 1) {
+                client_refuse(c, v, c->chunks.why);
+                return;
+            }
+            feed = c->chunks.ok;
         }
+        if (c->state == C_EXCHANGING && feed > UPSTREAM_HIGH)
+            feed = UPSTREAM_HIGH;
+        if (feed == 0)
+            return; /* more to come */
         size_t used = http_parser_execute(&c->req_parser, &request_settings,
                                           px_buf_data(in), feed);
+        if (!head_checked && used < feed &&
+            HTTP_PARSER_ERRNO(&c->req_parser) == HPE_PAUSED) {
+            /* stopped in rq_headers_done, at the head's last LF, which it
+             * reads again to finish the head: its own checks after the
+             * callback (a Transfer-Encoding not ending in chunked), and
+             * no byte of the body */
+            http_parser_pause(&c->req_parser, 0);
+            used += http_parser_execute(&c->req_parser, &request_settings,
+                                        px_buf_data(in) + used, feed - used);
+        }
         enum http_errno err = HTTP_PARSER_ERRNO(&c->req_parser);
         px_buf_consume(in, used);
         if (c->req_complete) {
@@ -891,29 +1274,29 @@ static void client_parse(struct client *c)
             event_del(&c->timer);            /* and its own deadline */
         } else if (!head_checked)
             c->scan.at -= used;
+        else if (c->req_chunked)
+            chunk_scan_consumed(&c->chunks, used);
         if (err == HPE_PAUSED) {
             http_parser_pause(&c->req_parser, 0);
             err = HPE_OK;
         }
         if (err != HPE_OK) {
-            c->req_keep_alive = false;
-            client_write_error(c, 400, "Bad Request", NULL,
-                               c->refused ? c->refused
-                                          : http_errno_description(err));
-            c->state = C_FLUSHING;
+            client_refuse(c, 400, c->refused ? c->refused
+                                             : http_errno_description(err));
             return;
         }
-        if (!c->req_complete && !head_checked && c->scan.done)
-            continue; /* the head alone was parsed: now what follows it */
+        body_flush(c);
+        if (!head_checked)
+            request_head(c);
         if (!c->req_complete)
-            return; /* more to come */
-        c->px->stats.requests++;
-        if (c->req_too_big) {
-            c->req_keep_alive = false;
-            client_write_error(c, 413, "Content Too Large", NULL,
-                               "request body too large");
-            c->state = C_FLUSHING;
-            return;
+            continue;
+        if (c->state != C_READING)
+            return; /* whole upstream (or refused); what follows waits */
+        if (c->req_answered) {
+            /* its answer went before its end: on to the next */
+            c->req_answered = false;
+            c->req_complete = false;
+            continue;
         }
         int page_kind = stats_page(client_url(c));
         if (page_kind && c->method != HTTP_GET && c->method != HTTP_HEAD) {
@@ -939,9 +1322,6 @@ static void client_parse(struct client *c)
                 return;
             continue;
         }
-        c->retried = false;
-        start_exchange(c);
-        return;
     }
 }
 
@@ -1072,6 +1452,7 @@ static int rs_body(http_parser *p, const char *at, size_t len)
 static int rs_complete(http_parser *p)
 {
     struct client *c = p->data;
+    c->resp_chunks_on = false; /* a message's, not the next one's */
     if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101)
         return 0; /* an interim response: the real one follows */
     if (c->chunked_out)
@@ -1081,12 +1462,27 @@ static int rs_complete(http_parser *p)
     return 0;
 }
 
+/* The head is in and answered (rs_headers_done): a chunked body that
+ * follows is checked before the parser reads it (chunk_scan), so the
+ * parser stops here. */
+static int rs_head(http_parser *p)
+{
+    struct client *c = p->data;
+    int rc = rs_headers_done(p);
+    if (rc == 0 && (p->flags & F_CHUNKED)) {
+        chunk_scan_init(&c->resp_chunks, UINT64_MAX);
+        c->resp_chunks_on = true;
+        http_parser_pause(p, 1);
+    }
+    return rc;
+}
+
 static const http_parser_settings response_settings = {
     .on_message_begin = rs_begin,
     .on_status = rs_status,
     .on_header_field = rs_field,
     .on_header_value = rs_value,
-    .on_headers_complete = rs_headers_done,
+    .on_headers_complete = rs_head,
     .on_body = rs_body,
     .on_message_complete = rs_complete,
 };
@@ -1142,6 +1538,8 @@ static bool idempotent(unsigned method)
            method == HTTP_TRACE;
 }
 
+static void client_pump(struct client *c);
+
 static void exchange_failed(struct client *c, const char *why)
 {
     if (c->orphan) {
@@ -1149,12 +1547,13 @@ static void exchange_failed(struct client *c, const char *why)
         client_kill(c);
         return;
     }
-    bool retry = !c->any_byte && !c->retried && idempotent(c->method);
+    bool again = !c->any_byte && !c->retried && idempotent(c->method);
     give_back(c, GIVE_DISCARD);
-    if (retry) {
+    if (again && !c->retry_outgrown) {
         c->retried = true;
         c->px->stats.retries++;
         start_exchange(c);
+        client_pump(c); /* the rest of its body, as it comes */
         return;
     }
     if (c->head_sent) {
@@ -1164,10 +1563,23 @@ static void exchange_failed(struct client *c, const char *why)
         return;
     }
     c->px->stats.errors_502++;
-    client_write_error(c, 502, "Bad Gateway", NULL, why);
+    char body[512];
+    if (again)
+        snprintf(body, sizeof body,
+                 "%s (not sent again: its body was past the %d KiB kept for "
+                 "a retry)",
+                 why, RETRY_MAX / 1024);
+    else
+        snprintf(body, sizeof body, "%s", why);
+    client_write_error(c, 502, "Bad Gateway", NULL, body);
     client_next(c);
 }
 
+/* Parses what the upstream sent, a chunked body only as far as its
+ * framing is checked. A bad response fails the exchange (exchange_failed:
+ * the connection discarded); what this call queued of it for the client
+ * is taken back when none of the response had been sent yet, so the
+ * client gets a 502 rather than half an answer. */
 static void upstream_parse(struct client *c)
 {
     struct evbuffer *in = c->raw ? NULL : bufferevent_get_input(c->ub);
@@ -1177,23 +1589,63 @@ static void upstream_parse(struct client *c)
     c->any_byte = true;
     const char *data = c->raw ? px_buf_data(&c->uin)
                               : (const char *)evbuffer_pullup(in, (ssize_t)len);
-    size_t used =
-        http_parser_execute(&c->resp_parser, &response_settings, data, len);
+    bool head_was_sent = c->head_sent;
+    size_t queued = px_buf_size(&c->out);
+    size_t used = 0;
+    enum http_errno err = HPE_OK;
+    const char *bad = NULL; /* the chunked framing's fault */
+    while (used < len && !c->resp_done) {
+        size_t feed = len - used;
+        bool scanned = c->resp_chunks_on;
+        if (scanned) {
+            int v = chunk_scan(&c->resp_chunks, data + used, feed);
+            if (v > 1) {
+                bad = c->resp_chunks.why;
+                break;
+            }
+            feed = c->resp_chunks.ok;
+        }
+        size_t n =
+            feed ? http_parser_execute(&c->resp_parser, &response_settings,
+                                       data + used, feed)
+                 : 0;
+        used += n;
+        if (scanned)
+            chunk_scan_consumed(&c->resp_chunks, n);
+        err = HTTP_PARSER_ERRNO(&c->resp_parser);
+        if (err == HPE_PAUSED) {
+            err = HPE_OK;
+            if (!c->resp_done) {
+                /* stopped in rs_head, at the head's last LF, which it
+                 * reads again: that byte, then the body's check */
+                http_parser_pause(&c->resp_parser, 0);
+                used += http_parser_execute(&c->resp_parser, &response_settings,
+                                            data + used, 1);
+            }
+            continue;
+        }
+        if (err != HPE_OK || n == 0)
+            break; /* a fault, or more to come */
+    }
     if (c->raw)
         px_buf_consume(&c->uin, used);
     else
         evbuffer_drain(in, used);
     if (c->orphan)
         px_buf_clear(&c->out); /* for nobody */
-    enum http_errno err = HTTP_PARSER_ERRNO(&c->resp_parser);
-    if (err == HPE_PAUSED)
-        err = HPE_OK;
-    if (err != HPE_OK) {
+    if (err != HPE_OK || bad) {
         if (c->orphan && err == HPE_CB_headers_complete) {
             client_kill(c); /* rs_headers_done: not worth reading */
             return;
         }
-        exchange_failed(c, http_errno_description(err));
+        if (!head_was_sent && !c->orphan) {
+            px_buf_truncate(&c->out, queued);
+            c->head_sent = false;
+        }
+        char why[160];
+        if (bad)
+            snprintf(why, sizeof why, "a malformed chunked response: %s", bad);
+        exchange_failed(c, bad ? why : http_errno_description(err));
         return;
     }
     if (!c->resp_done)
@@ -1202,8 +1654,9 @@ static void upstream_parse(struct client *c)
      * A response that came before the whole request went (a 403 to an
      * upload) served, but the rest of the request would go ahead of the
      * next one: retired, not released (which would be refused, a failure
-     * to the breaker) */
-    bool unsent = evbuffer_get_length(bufferevent_get_output(c->ub)) > 0;
+     * to the breaker); the rest of its body is read for nobody */
+    bool unsent = !c->req_complete ||
+                  evbuffer_get_length(bufferevent_get_output(c->ub)) > 0;
     give_back(c, len != used                       ? GIVE_DISCARD
                  : c->upstream_reusable && !unsent ? GIVE_RELEASE
                                                    : GIVE_RETIRE);
@@ -1295,6 +1748,47 @@ static void on_upstream_readable(evutil_socket_t fd, short what, void *arg)
         client_flush(c);
 }
 
+/* Writes to the upstream: straight to its socket when nothing is queued
+ * before it on plain TCP, as the client's answers are; a TLS bufferevent's
+ * socket carries records, so it writes through it, and the bufferevent
+ * writes what the socket did not take (and finds a failure doing so). */
+static void upstream_write(struct client *c, const char *p, size_t n)
+{
+    size_t sent = 0;
+    if (!bufferevent_openssl_get_ssl(c->ub) &&
+        evbuffer_get_length(bufferevent_get_output(c->ub)) == 0) {
+        ssize_t k = send(bufferevent_getfd(c->ub), p, n, MSG_NOSIGNAL);
+        sent = k > 0 ? (size_t)k : 0;
+    }
+    if (sent < n)
+        bufferevent_write(c->ub, p + sent, n - sent);
+}
+
+/* The whole request is with the upstream: its silence counts from now
+ * (response_tv). While the body was still coming from the client the
+ * upstream had nothing to answer; a write timeout bounded one that stopped
+ * taking it. */
+static void upstream_await(struct client *c)
+{
+    if (c->awaiting)
+        return;
+    c->awaiting = true;
+    if (upstream_paused(c))
+        return; /* upstream_resume sets it */
+    if (c->raw)
+        event_add(&c->urd, &c->px->response_tv);
+    else
+        bufferevent_set_timeouts(c->ub, &c->px->response_tv,
+                                 &c->px->response_tv);
+}
+
+/* The upstream took what was queued for it: more of the body may go. */
+static void on_upstream_written(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    client_pump(arg);
+}
+
 static void send_upstream(struct client *c)
 {
     build_request(c);
@@ -1304,6 +1798,7 @@ static void send_upstream(struct client *c)
     c->head_sent = false;
     c->resp_done = false;
     c->chunked_out = false;
+    c->resp_chunks_on = false;
     /* Only when not enabled already (a connection is lent enabled):
      * libevent adds the write event on every enable, whatever is queued,
      * so each request would cost two epoll_ctl and a wake-up to find
@@ -1313,32 +1808,33 @@ static void send_upstream(struct client *c)
         bufferevent_enable(c->ub, both);
     c->raw = !bufferevent_openssl_get_ssl(c->ub) &&
              evbuffer_get_length(bufferevent_get_input(c->ub)) == 0;
+    /* a body to come: the upstream's silence counts once it is all there
+     * (upstream_await), its taking it meanwhile, and each time it took
+     * what was queued more goes (on_upstream_written) */
+    bool whole = c->req_complete || !request_has_body(c);
+    c->awaiting = whole;
+    const struct timeval *silence = whole ? &c->px->response_tv : NULL;
+    bufferevent_data_cb written = whole ? NULL : on_upstream_written;
     if (c->raw) {
         /* ours added before the bufferevent's read event is removed: the
          * descriptor's read interest stays in epoll, no epoll_ctl */
         event_assign(&c->urd, c->px->base, bufferevent_getfd(c->ub),
                      EV_READ | EV_PERSIST, on_upstream_readable, c);
-        event_add(&c->urd, &c->px->response_tv);
+        event_add(&c->urd, silence);
         bufferevent_disable(c->ub, EV_READ);
-        bufferevent_setcb(c->ub, NULL, NULL, on_upstream_event, c);
+        bufferevent_setcb(c->ub, NULL, written, on_upstream_event, c);
+        if (!whole)
+            bufferevent_set_timeouts(c->ub, NULL, &c->px->response_tv);
     } else {
-        bufferevent_setcb(c->ub, on_upstream_read, NULL, on_upstream_event, c);
-        bufferevent_set_timeouts(c->ub, &c->px->response_tv, NULL);
+        bufferevent_setcb(c->ub, on_upstream_read, written, on_upstream_event,
+                          c);
+        bufferevent_set_timeouts(c->ub, silence,
+                                 whole ? NULL : &c->px->response_tv);
     }
-    /* one write: the request is whole. Over plain TCP with nothing queued
-     * it goes straight to the socket, as the client's answers do; a TLS
-     * bufferevent's socket carries records, so it writes through it */
-    size_t sent = 0;
-    if (!bufferevent_openssl_get_ssl(c->ub) &&
-        evbuffer_get_length(bufferevent_get_output(c->ub)) == 0) {
-        ssize_t n = send(bufferevent_getfd(c->ub), px_buf_data(&c->req),
-                         px_buf_size(&c->req), MSG_NOSIGNAL);
-        /* a failure is the bufferevent's to find, writing the rest */
-        sent = n > 0 ? (size_t)n : 0;
-    }
-    if (sent < px_buf_size(&c->req))
-        bufferevent_write(c->ub, px_buf_data(&c->req) + sent,
-                          px_buf_size(&c->req) - sent);
+    go_ahead(c);
+    /* one write for the head (and on a retry what went of the body) */
+    upstream_write(c, px_buf_data(&c->req), px_buf_size(&c->req));
+    px_buf_clear(&c->req);
 }
 
 static void acquired(struct tide_group *g, int status,
@@ -1385,7 +1881,7 @@ static void on_acquired(struct tide_group *g, int status,
     struct client *c = arg;
     acquired(g, status, u, resource, why, c);
     if (c->state != C_DEAD)
-        client_flush(c);
+        client_pump(c); /* its body, as it comes */
 }
 
 static void start_exchange(struct client *c)
@@ -1414,11 +1910,15 @@ static void start_exchange(struct client *c)
 /* The client's timer as its state wants it: while a request is read, a
  * deadline for the head from the moment the proxy is ready for it (bytes
  * do not push it back, so a head sent a byte at a time is bounded), then
- * for the body the allowed pause since the last read; off otherwise.
- * Called after every read and every change of state. */
+ * for the body the allowed pause since the last read, also while the body
+ * goes upstream; off otherwise, and while the upstream is not taking the
+ * body (the wait is not the client's). Called after every read and every
+ * change of state. */
 static void client_timer(struct client *c)
 {
-    if (c->state != C_READING || c->orphan)
+    bool reading = c->state == C_READING ||
+                   (c->state == C_EXCHANGING && client_parsing(c));
+    if (!reading || c->orphan)
         event_del(&c->timer);
     else if (c->scan.done || !event_pending(&c->timer, EV_TIMEOUT, NULL))
         event_add(&c->timer, &c->px->client_tv);
@@ -1433,15 +1933,13 @@ static void on_client_timeout(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct client *c = arg;
-    if (c->state != C_READING)
+    if (c->state != C_READING && c->state != C_EXCHANGING)
         return;
-    if (!c->scan.begun && !c->req_begun) {
+    if (c->state == C_READING && !c->scan.begun && !c->req_begun) {
         client_kill(c);
         return;
     }
-    c->req_keep_alive = false;
-    client_write_error(c, 408, "Request Timeout", NULL,
-                       "the request did not come in time");
+    client_refuse(c, 408, "the request did not come in time");
     client_finish(c);
 }
 
@@ -1467,6 +1965,8 @@ static void client_next(struct client *c)
         return;
     }
     c->state = C_READING;
+    /* a body the exchange ended before: the rest is read for nobody */
+    c->req_answered = !c->req_complete;
     c->req_complete = false;
     if (c->paused && event_add(&c->rd, NULL) == 0)
         c->paused = false;
@@ -1475,6 +1975,30 @@ static void client_next(struct client *c)
         client_finish(c);
     if (c->state != C_DEAD)
         client_timer(c);
+}
+
+/* Reading the client again once what it sent ahead is used below
+ * PIPELINED_MAX: the upstream took more of its body. */
+static void client_resume(struct client *c)
+{
+    if (c->paused && (c->state == C_READING || c->state == C_EXCHANGING) &&
+        px_buf_size(&c->in) < PIPELINED_MAX && event_add(&c->rd, NULL) == 0)
+        c->paused = false;
+}
+
+/* Parses what the client sent as far as it can go now, then closes the
+ * client if that refused it, or sets its timer, sends what is queued for
+ * it and reads it again if it had stopped. */
+static void client_pump(struct client *c)
+{
+    client_parse(c);
+    if (c->state == C_FLUSHING)
+        client_finish(c);
+    if (c->state == C_DEAD)
+        return;
+    client_timer(c);
+    client_flush(c);
+    client_resume(c);
 }
 
 /* ---- client connections ---- */
@@ -1498,9 +2022,11 @@ static void on_client_readable(evutil_socket_t fd, short what, void *arg)
         client_gone(c);
         return;
     }
+    /* pipelined requests behind an exchange, or a body its upstream is
+     * not taking yet */
     if (c->state != C_READING && px_buf_size(&c->in) >= PIPELINED_MAX) {
-        event_del(&c->rd); /* until client_next; a send failing still
-                              wakes it (client_lost) */
+        event_del(&c->rd); /* until client_resume or client_next; a send
+                              failing still wakes it (client_lost) */
         c->paused = true;
         return;
     }
@@ -1515,14 +2041,7 @@ static void on_client_readable(evutil_socket_t fd, short what, void *arg)
         return;
     }
     c->in.len += (size_t)n;
-    if (c->state == C_READING)
-        client_parse(c);
-    if (c->state == C_FLUSHING)
-        client_finish(c);
-    if (c->state != C_DEAD) {
-        client_timer(c);
-        client_flush(c);
-    }
+    client_pump(c);
 }
 
 static void on_client_writable(evutil_socket_t fd, short what, void *arg)
@@ -1552,6 +2071,8 @@ static void client_close(struct client *c)
  * flight). Returns false when it is not worth it. */
 static bool client_orphan(struct client *c)
 {
+    if (!c->req_complete)
+        return false; /* the upstream waits for a body that will not come */
     bool small =
         !c->head_sent || (c->resp_parser.content_length != ULLONG_MAX &&
                           !(c->resp_parser.flags & F_CHUNKED) &&
@@ -1615,9 +2136,10 @@ static void client_free(struct client *c)
     px_buf_dispose(&c->in);
     px_buf_dispose(&c->out);
     px_buf_dispose(&c->req);
-    px_buf_dispose(&c->req_body);
+    px_buf_dispose(&c->retry_body);
     px_buf_dispose(&c->uin);
     headers_dispose(&c->req_headers);
+    headers_dispose(&c->req_trailers);
     headers_dispose(&c->resp_headers);
     free(c);
 }

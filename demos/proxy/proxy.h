@@ -1,11 +1,14 @@
 /* demos/proxy: an HTTP/1.1 reverse proxy on a tidepool group.
  *
- * Clients connect to the proxy's listener and are kept alive; each request
- * is read whole (head and body, Content-Length or chunked), sent upstream
- * on a connection lent by the group (one pool per upstream, picked with
- * tide_pick), and its response is streamed back framed as it came
- * (Content-Length), or chunked (chunked or until-close bodies), or with no
- * body at all (HEAD, 1xx, 204, 304). The upstream connection goes back to
+ * Clients connect to the proxy's listener and are kept alive; each
+ * request's head is read whole and sent upstream on a connection lent by
+ * the group (one pool per upstream, picked with tide_pick), its body after
+ * it as it comes (by length, or chunked with its trailers less those the
+ * proxy controls), through bounded buffers: the client is not read while
+ * 64 KiB of its body wait for the upstream. The response is streamed back
+ * framed as it came (Content-Length), or chunked (chunked or until-close
+ * bodies), or with no body at all (HEAD, 1xx, 204, 304). Chunked framing
+ * is checked strictly both ways. The upstream connection goes back to
  * its pool only when the response is complete. Otherwise it is destroyed,
  * and its pool told whose doing that was, as its breaker and backoff judge
  * the upstream by it: retired (a success) after a whole response the
@@ -20,8 +23,9 @@
  * pool's retry time, anything else (cannot connect) 502 with the cause in
  * the body. A request whose connection fails before any response byte
  * came (an upstream that closed a kept connection just as we wrote) is
- * sent once more on another connection when its method is idempotent,
- * never for POST or PATCH. A client that leaves mid-response: the rest is
+ * sent once more on another connection when its method is idempotent and
+ * what went of its body (64 KiB of it are kept) can go again, never for
+ * POST or PATCH. A client that leaves mid-response: the rest is
  * read for nobody when it is small (64 KiB at most, by length, within a
  * second) and the connection released whole; otherwise it is abandoned,
  * never lent again with half a response in it.

@@ -17,6 +17,7 @@
 #include <http_parser.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -317,7 +318,7 @@ void response_dispose(struct response *r)
     memset(r, 0, sizeof *r);
 }
 
-static bool send_all(int fd, const void *buf, size_t len)
+bool send_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
@@ -400,6 +401,74 @@ bool client_request(int fd, const char *method, const char *path,
     bool ok = client_exchange(fd, req, at, strcmp(method, "HEAD") == 0, out);
     free(req);
     return ok;
+}
+
+static void raw_talk(void *arg)
+{
+    struct raw *r = arg;
+    int fd = client_connect(r->port);
+    if (fd < 0)
+        return;
+    send(fd, r->req, strlen(r->req), MSG_NOSIGNAL);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, r->quiet_ms) <= 0)
+            break;
+        ssize_t n = recv(fd, r->got + r->len, sizeof r->got - 1 - r->len, 0);
+        if (n <= 0) {
+            r->closed = true;
+            break;
+        }
+        r->len += (size_t)n;
+    }
+    r->got[r->len] = '\0';
+    close(fd);
+}
+
+void talk(struct raw *r, int port, const char *req)
+{
+    memset(r, 0, sizeof *r);
+    r->port = port;
+    r->req = req;
+    r->quiet_ms = 800;
+    run_client(raw_talk, r, 5000);
+}
+
+int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void slow_talk(void *arg)
+{
+    struct slow *w = arg;
+    int64_t t0 = now_ms();
+    int fd = client_connect(w->port);
+    if (fd < 0)
+        return;
+    for (int i = 0; w->pieces[i]; i++) {
+        if (send(fd, w->pieces[i], strlen(w->pieces[i]), MSG_NOSIGNAL) < 0)
+            break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, w->gap_ms) > 0)
+            break; /* an answer (or the close) came before the rest */
+    }
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 5000) <= 0)
+            break;
+        ssize_t n = recv(fd, w->got + w->len, sizeof w->got - 1 - w->len, 0);
+        if (n <= 0) {
+            w->closed = n == 0 || w->len > 0;
+            break;
+        }
+        w->len += (size_t)n;
+    }
+    w->got[w->len] = '\0';
+    w->took_ms = now_ms() - t0;
+    close(fd);
 }
 
 long nginx_accepts(const struct nginx *n)
@@ -731,35 +800,56 @@ int64_t proxy_response_timeout;
 struct tide_tls_factory *tls_factory;
 static struct px_upstreams ups;
 
-/* The proxy as main.c builds it, from a command line: the tests' own
- * address and timeouts, then `extra` (NULL-terminated, may be NULL). */
-static void open_proxy(const char *const *upstreams, int n, int size,
-                       const char *const *extra)
+/* The tests' command line for the proxy: listening on `listen`, in front
+ * of upstreams[0, n) with pools of `size`, their own timeouts, then
+ * `extra` (NULL-terminated, may be NULL). Its words in argv (NULL-ended,
+ * room for 64), some of them in `words`; the count returned. */
+struct proxy_words {
+    char sizes[16];
+    char response[24];
+};
+
+static int proxy_command(const char **argv, struct proxy_words *words,
+                         const char *listen, const char *const *upstreams,
+                         int n, int size, const char *const *extra)
 {
-    char sizes[16], response[24];
-    const char *argv[64] = {"proxy", "--listen", "127.0.0.1:0"};
-    int argc = 3;
+    int argc = 0;
+    argv[argc++] = "proxy";
+    argv[argc++] = "--listen";
+    argv[argc++] = listen;
     for (int i = 0; i < n; i++) {
         argv[argc++] = "--upstream";
         argv[argc++] = upstreams[i];
     }
-    snprintf(sizes, sizeof sizes, "%d", size);
+    snprintf(words->sizes, sizeof words->sizes, "%d", size);
     argv[argc++] = "--pool-size";
-    argv[argc++] = sizes;
+    argv[argc++] = words->sizes;
     argv[argc++] = "--acquire-timeout";
     argv[argc++] = "3000";
     argv[argc++] = "--connect-timeout";
     argv[argc++] = "2000";
     if (proxy_response_timeout) {
-        snprintf(response, sizeof response, "%lld",
+        snprintf(words->response, sizeof words->response, "%lld",
                  (long long)(proxy_response_timeout / TIDE_MS(1)));
         argv[argc++] = "--response-timeout";
-        argv[argc++] = response;
+        argv[argc++] = words->response;
     }
     for (int i = 0; extra && extra[i]; i++) {
         ck_assert_int_lt(argc, 63);
         argv[argc++] = extra[i];
     }
+    argv[argc] = NULL;
+    return argc;
+}
+
+/* The proxy as main.c builds it, from the tests' command line. */
+static void open_proxy(const char *const *upstreams, int n, int size,
+                       const char *const *extra)
+{
+    const char *argv[64];
+    struct proxy_words words;
+    int argc =
+        proxy_command(argv, &words, "127.0.0.1:0", upstreams, n, size, extra);
     struct px_config cfg;
     px_config_init(&cfg);
     char err[512];
@@ -795,6 +885,36 @@ void proxy_start_with(const int *ports, int n, int size,
 void proxy_start(const int *ports, int n, int size)
 {
     proxy_start_with(ports, n, size, NULL);
+}
+
+/* The program is up once its port takes a connection. */
+static bool program_listening(void *arg)
+{
+    int fd = client_connect(*(const int *)arg);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+int proxy_program_start(struct tide_test_child *c, const char *prog,
+                        int upstream, int size, const char *const *extra)
+{
+    ck_assert(tide_test_child_mkdir(c, "proxy"));
+    char listen[32], up[32];
+    int port = free_port();
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    snprintf(up, sizeof up, "127.0.0.1:%d", upstream);
+    const char *upstreams[1] = {up};
+    const char *argv[64];
+    struct proxy_words words;
+    proxy_command(argv, &words, listen, upstreams, 1, size, extra);
+    argv[0] = prog;
+    ck_assert(tide_test_child_spawn(c, argv));
+    ck_assert_msg(tide_test_child_wait(c, program_listening, &port, 5000),
+                  "%s did not listen on %d (see %s/child.log)", prog, port,
+                  c->dir);
+    return port;
 }
 
 void proxy_start_tls(int port, int size)

@@ -83,6 +83,13 @@ void proxy_start_tls(int port, int size);
 /* The TLS factory of proxy_start_tls, for its stats; NULL otherwise. */
 extern struct tide_tls_factory *tls_factory;
 void proxy_stop(void);
+/* demos/proxy as a user runs it: prog (built beside the tests) as a child
+ * in c (its directory made here, its output in child.log there) on a free
+ * port, in front of 127.0.0.1:upstream with a pool of `size` and the rest
+ * of the command line as proxy_start_with's. Waits until it takes
+ * connections; its port. tide_test_child_dispose(c) stops it. */
+int proxy_program_start(struct tide_test_child *c, const char *prog,
+                        int upstream, int size, const char *const *extra);
 extern struct px *proxy;
 extern struct tide_group *group;
 int proxy_port(void);
@@ -115,6 +122,42 @@ bool client_exchange(int fd, const void *req, size_t len, bool head_request,
 bool client_request(int fd, const char *method, const char *path,
                     const void *body, size_t len, bool chunked,
                     struct response *out);
+
+/* A raw exchange: sends req and reads what comes back until the proxy
+ * closes or is quiet for `quiet_ms`; `closed` says which. */
+struct raw {
+    int port;
+    const char *req;
+    int quiet_ms;
+    char got[16384];
+    size_t len;
+    bool closed;
+};
+
+/* One raw exchange with the proxy on port, quiet after 800 ms, run in a
+ * thread while the loop runs (5 s at most). */
+void talk(struct raw *r, int port, const char *req);
+
+/* Sends pieces of a request `gap_ms` apart, then reads until the proxy
+ * closes (or 5 s pass). */
+struct slow {
+    int port;
+    const char *pieces[48];
+    int gap_ms;
+    char got[4096];
+    size_t len;
+    bool closed;
+    int64_t took_ms;
+};
+
+/* The run_client job for a struct slow. */
+void slow_talk(void *arg);
+
+/* Sends all of buf[0, len) (blocking); false when a send fails. */
+bool send_all(int fd, const void *buf, size_t len);
+
+/* A monotonic clock in ms. */
+int64_t now_ms(void);
 
 /* Runs fn(arg) in a thread while the loop runs; returns when it ends (or
  * fails the test after ms). */

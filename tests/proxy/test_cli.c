@@ -76,6 +76,11 @@ START_TEST(bad_numbers_are_refused_by_name)
     refused("--backoff-base", "99999999999999999999");
     refused("--connect-timeout", "x");
     refused("--response-timeout", "-100");
+    const char *bodies[] = {"0",     "-1",  "1.5m",
+                            "k",     "12x", "2t",
+                            "1025g", "4kk", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+        refused("--max-body", bodies[i]);
 }
 END_TEST
 
@@ -146,10 +151,13 @@ START_TEST(help_lists_the_ward_options)
     EXPECT(r, 0, "");
     const char *words[] = {"--breaker-strikes", "--breaker-cooldown",
                            "--no-breaker",      "--backoff-base",
-                           "--backoff-cap",     "--no-backoff"};
+                           "--backoff-cap",     "--no-backoff",
+                           "--max-body"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         ck_assert_msg(strstr(r.out, words[i]), "no %s in:\n%s", words[i],
                       r.out);
+    ck_assert_msg(strstr(r.out, "(64m)"), "no preset of --max-body:\n%s",
+                  r.out);
 }
 END_TEST
 

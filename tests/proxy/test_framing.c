@@ -3,10 +3,10 @@
  * looks whole. Requests whose framing a second parser could read another
  * way (a bare LF, obs-fold, a space before a field's colon) are refused
  * with 400 before anything goes upstream; a request line or a head past
- * the proxy's limits gets 414 or 431. Responses come from a scripted
- * origin in a thread (blocking sockets, one reply per path), as nginx
- * cannot be told to reset mid-body or to answer 1xx; nothing outside the
- * process is needed. */
+ * the proxy's limits gets 414 or 431. Responses come from the scripted
+ * origin (script.h: blocking sockets in threads, one reply per path), as
+ * nginx cannot be told to reset mid-body or to answer 1xx; nothing outside
+ * the process is needed. */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,25 +21,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "script.h"
 
-/* ---- the scripted origin ---- */
-
-/* What the origin does after its reply, which it picks by the request's
- * path. */
-enum after {
-    KEEP,
-    RESET,
-    /* the reply goes before the body is read, which is then read and
-     * dropped (as nginx does) before the next request */
-    EARLY,
-    HOLD, /* nothing more for a second and a half, then the close */
-};
-
-struct script {
-    const char *path;
-    const char *reply;
-    enum after after;
-};
+/* ---- the scripted origin's replies ---- */
 
 static const struct script scripts[] = {
     /* a body framed by the close, cut by a reset before its end */
@@ -76,199 +60,11 @@ static const struct script scripts[] = {
      KEEP},
 };
 
-static int origin_fd = -1;
-static pthread_t origin_thread;
-static atomic_int origin_accepts;
-static atomic_int origin_stopping;
-/* the last request head the origin read, for tests of what went upstream */
-static char origin_seen[8192];
-static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static const char *default_reply =
-    "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\ndefault";
-
-/* The length of a request's body as the proxy frames it (it always sends
- * a Content-Length, spelled so), 0 without one. */
-static size_t body_length(const char *head, size_t len)
-{
-    const char *cl = memmem(head, len, "\r\nContent-Length: ", 18);
-    return cl ? strtoul(cl + 18, NULL, 10) : 0;
-}
-
-/* Serves one connection: a reply for each request, until the client
- * closes or a script resets. */
-static void serve(int fd)
-{
-    char buf[16384];
-    size_t have = 0;
-    for (;;) {
-        char *end = NULL;
-        while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
-            if (have == sizeof buf)
-                return;
-            ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
-            if (n <= 0)
-                return;
-            have += (size_t)n;
-        }
-        size_t head = (size_t)(end - buf) + 4;
-        pthread_mutex_lock(&seen_lock);
-        memcpy(origin_seen, buf, head < sizeof origin_seen ? head : 0);
-        origin_seen[head < sizeof origin_seen ? head : 0] = '\0';
-        pthread_mutex_unlock(&seen_lock);
-        const char *path = memchr(buf, ' ', head);
-        size_t at = path ? (size_t)(path - buf) + 1 : head;
-        const struct script *s = NULL;
-        for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
-            size_t pl = strlen(scripts[i].path);
-            if (head > at + pl && memcmp(buf + at, scripts[i].path, pl) == 0 &&
-                buf[at + pl] == ' ')
-                s = &scripts[i];
-        }
-        /* the body, skipped (what is in buf, then the rest), after the
-         * reply for EARLY and before it for the others */
-        if (s && s->after == EARLY &&
-            send(fd, s->reply, strlen(s->reply), MSG_NOSIGNAL) < 0)
-            return;
-        size_t skip = body_length(buf, head);
-        size_t in_buf = have - head < skip ? have - head : skip;
-        head += in_buf;
-        skip -= in_buf;
-        memmove(buf, buf + head, have - head);
-        have -= head;
-        while (skip > 0) {
-            ssize_t n = recv(fd, buf, skip < sizeof buf ? skip : sizeof buf, 0);
-            if (n <= 0)
-                return;
-            skip -= (size_t)n;
-        }
-        const char *reply = s ? s->reply : default_reply;
-        if (!(s && s->after == EARLY) &&
-            send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0)
-            return;
-        if (s && s->after == HOLD) {
-            struct timespec hold = {.tv_sec = 1, .tv_nsec = 500000000};
-            nanosleep(&hold, NULL);
-            return;
-        }
-        if (s && s->after == RESET) {
-            /* a pause, so the bytes before the reset are read first */
-            struct timespec ms100 = {.tv_nsec = 100000000};
-            nanosleep(&ms100, NULL);
-            struct linger lg = {.l_onoff = 1, .l_linger = 0};
-            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-            return;
-        }
-    }
-}
-
-/* One connection at a time is all these tests need. */
-static void *origin_main(void *arg)
-{
-    (void)arg;
-    while (!atomic_load(&origin_stopping)) {
-        struct pollfd p = {.fd = origin_fd, .events = POLLIN};
-        if (poll(&p, 1, 50) <= 0)
-            continue;
-        int fd = accept(origin_fd, NULL, NULL);
-        if (fd < 0)
-            continue;
-        atomic_fetch_add(&origin_accepts, 1);
-        serve(fd);
-        close(fd);
-    }
-    return NULL;
-}
-
-static int script_origin_start(void)
-{
-    origin_fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(origin_fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(origin_fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(origin_fd, 16), 0);
-    socklen_t l = sizeof a;
-    getsockname(origin_fd, (struct sockaddr *)&a, &l);
-    atomic_store(&origin_accepts, 0);
-    atomic_store(&origin_stopping, 0);
-    ck_assert_int_eq(pthread_create(&origin_thread, NULL, origin_main, NULL),
-                     0);
-    return ntohs(a.sin_port);
-}
-
-static void script_origin_stop(void)
-{
-    atomic_store(&origin_stopping, 1);
-    pthread_join(origin_thread, NULL);
-    close(origin_fd);
-    origin_fd = -1;
-}
-
-static void setup(void)
-{
-    harness_setup();
-}
-
-/* Each test's proxy goes first, then the origin it holds connections to. */
-static void teardown(void)
-{
-    proxy_stop();
-    if (origin_fd >= 0)
-        script_origin_stop();
-    harness_teardown();
-}
-
 /* The scripted origin, and a proxy of one upstream connection in front of
  * it with the command line's extra options `args` (NULL: none). */
 static void proxy_on_script(const char *const *args)
 {
-    int port = script_origin_start();
-    proxy_start_with(&port, 1, 1, args);
-}
-
-/* ---- a raw client ---- */
-
-/* Sends req and reads what comes back until the proxy closes or is quiet
- * for `quiet_ms`; `closed` says which. */
-struct raw {
-    int port;
-    const char *req;
-    int quiet_ms;
-    char got[16384];
-    size_t len;
-    bool closed;
-};
-
-static void raw_talk(void *arg)
-{
-    struct raw *r = arg;
-    int fd = client_connect(r->port);
-    if (fd < 0)
-        return;
-    send(fd, r->req, strlen(r->req), MSG_NOSIGNAL);
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, r->quiet_ms) <= 0)
-            break;
-        ssize_t n = recv(fd, r->got + r->len, sizeof r->got - 1 - r->len, 0);
-        if (n <= 0) {
-            r->closed = true;
-            break;
-        }
-        r->len += (size_t)n;
-    }
-    r->got[r->len] = '\0';
-    close(fd);
-}
-
-static void talk(struct raw *r, int port, const char *req)
-{
-    memset(r, 0, sizeof *r);
-    r->port = port;
-    r->req = req;
-    r->quiet_ms = 800;
-    run_client(raw_talk, r, 5000);
+    proxy_on_scripts(scripts, sizeof scripts / sizeof scripts[0], args);
 }
 
 /* ---- responses cut or framed oddly ---- */
@@ -878,55 +674,6 @@ END_TEST
 
 static const char *const quick_clients[] = {"--client-timeout", "500", NULL};
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* Sends pieces of a request `gap_ms` apart, then reads until the proxy
- * closes (or 5 s pass). */
-struct slow {
-    int port;
-    const char *pieces[48];
-    int gap_ms;
-    char got[4096];
-    size_t len;
-    bool closed;
-    int64_t took_ms;
-};
-
-static void slow_talk(void *arg)
-{
-    struct slow *w = arg;
-    int64_t t0 = now_ms();
-    int fd = client_connect(w->port);
-    if (fd < 0)
-        return;
-    for (int i = 0; w->pieces[i]; i++) {
-        if (send(fd, w->pieces[i], strlen(w->pieces[i]), MSG_NOSIGNAL) < 0)
-            break;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, w->gap_ms) > 0)
-            break; /* an answer (or the close) came before the rest */
-    }
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 5000) <= 0)
-            break;
-        ssize_t n = recv(fd, w->got + w->len, sizeof w->got - 1 - w->len, 0);
-        if (n <= 0) {
-            w->closed = n == 0 || w->len > 0;
-            break;
-        }
-        w->len += (size_t)n;
-    }
-    w->got[w->len] = '\0';
-    w->took_ms = now_ms() - t0;
-    close(fd);
-}
-
 /* A head sent a byte at a time, each byte well within the timeout, is
  * still bounded: 408 at the head's deadline, then the close. */
 START_TEST(a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline)
@@ -1077,7 +824,7 @@ static Suite *framing_suite(void)
 {
     Suite *s = suite_create("proxy-framing");
     TCase *tc = tcase_create("framing");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, harness_setup, script_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);

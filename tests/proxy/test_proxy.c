@@ -434,13 +434,6 @@ static void sequential_gets(void *arg)
     }
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* A port with nothing on it (connects are refused), kept for nginx later. */
 static int dead_port(void)
 {
