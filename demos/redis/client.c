@@ -269,9 +269,12 @@ static int open_factory(struct tide_redis_client *c,
     return rc;
 }
 
-int tide_redis_client_new(struct event_base *base,
-                          const struct tide_redis_options *o,
-                          struct tide_redis_client **out)
+/* A client over inner when given, else over the TCP or TLS factory o
+ * asks for. */
+static int client_new(struct event_base *base,
+                      const struct tide_redis_options *o,
+                      const struct tide_factory *inner,
+                      struct tide_redis_client **out)
 {
     if (out)
         *out = NULL;
@@ -297,7 +300,9 @@ int tide_redis_client_new(struct event_base *base,
         goto fail;
     if (!reply_fns_init(c))
         goto fail;
-    if ((rc = open_factory(c, o)) != 0)
+    if (inner)
+        c->inner = *inner;
+    else if ((rc = open_factory(c, o)) != 0)
         goto fail;
     wrap(c);
     struct tide_evpool_options po = o->pool;
@@ -315,6 +320,26 @@ int tide_redis_client_new(struct event_base *base,
 fail:
     destroy(c);
     return rc;
+}
+
+int tide_redis_client_new(struct event_base *base,
+                          const struct tide_redis_options *o,
+                          struct tide_redis_client **out)
+{
+    return client_new(base, o, NULL, out);
+}
+
+int tide__redis_client_new_over(struct event_base *base,
+                                const struct tide_redis_options *o,
+                                const struct tide_factory *inner,
+                                struct tide_redis_client **out)
+{
+    if (!inner) {
+        if (out)
+            *out = NULL;
+        return TIDE_EINVAL;
+    }
+    return client_new(base, o, inner, out);
 }
 
 void tide_redis_client_free(struct tide_redis_client *c)

@@ -21,8 +21,12 @@ struct evbuffer;
  * allocates an array's table of elements from the count in its header,
  * before any element has come: "*999999999\r\n", 12 bytes from a server,
  * asked for 8 GB (found by fuzz/fuzz_redis_reply). Past this count the
- * header is a protocol error; at it, the table is 128 MB. */
+ * header is a protocol error; at it, the table is 128 MB. The fuzzer
+ * builds the client with a small one: the same code, and a count near the
+ * limit then costs it no time. */
+#ifndef TIDE__REDIS_MAX_ELEMENTS
 #define TIDE__REDIS_MAX_ELEMENTS (1 << 24)
+#endif
 
 struct tide__redis_batch;
 struct tide__redis_check;
@@ -66,6 +70,18 @@ struct tide_redis_client {
 
     struct tide_redis_stats stats; /* pool and net filled on demand */
 };
+
+/* A client as tide_redis_client_new makes it, over a factory of the
+ * caller's instead of the TCP or TLS one o->tcp and o->tls ask for (they
+ * are not used; the table is copied, its arg borrowed and must outlive the
+ * client): the client's whole path from a connection's bytes to each
+ * command's answer, over connections that are not sockets. For
+ * fuzz/fuzz_redis_reply, which feeds the replies from memory. No setup
+ * runs on its connections (the setup is the TCP factory's step). */
+int tide__redis_client_new_over(struct event_base *base,
+                                const struct tide_redis_options *o,
+                                const struct tide_factory *inner,
+                                struct tide_redis_client **out);
 
 /* Entering and leaving a callback from the loop: leave frees the client
  * when a free was asked for inside and this was the outermost. */
