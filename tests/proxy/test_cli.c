@@ -117,17 +117,25 @@ START_TEST(listen_is_required_and_an_ipv4_literal)
 }
 END_TEST
 
-START_TEST(a_port_in_use_says_why_and_frees_everything)
+/* A port on 127.0.0.1 another program listens on; its descriptor. */
+static int listen_any(int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(listen(fd, 8), 0);
     socklen_t l = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &l);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+START_TEST(a_port_in_use_says_why_and_frees_everything)
+{
+    int port, fd = listen_any(&port);
     char listen_at[32];
-    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", ntohs(a.sin_port));
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
     /* two upstreams made before the listener fails: all freed (ASan) */
     struct tide_test_prog_run r =
         RUN("--listen", listen_at, "--upstream", "127.0.0.1:9", "--upstream",
@@ -142,15 +150,9 @@ END_TEST
  * use stops the proxy after the upstreams were taken (exit 1, not 2). */
 START_TEST(addresses_and_names_are_taken)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(fd, 1), 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
+    int port, fd = listen_any(&port);
     char listen_at[32];
-    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", ntohs(a.sin_port));
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
     struct tide_test_prog_run r =
         RUN("--listen", listen_at, "--upstream", "127.0.0.1:9", "--upstream",
             "[::1]:9", "--upstream", "localhost:9", "--upstream",
@@ -189,19 +191,6 @@ static int64_t now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static int listen_any(int *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(fd, 8), 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    *port = ntohs(a.sin_port);
-    return fd;
 }
 
 #define SLOW_BODY (256 * 1024)
