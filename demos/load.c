@@ -2,14 +2,17 @@
 #include "load.h"
 #include "number.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <event2/event.h>
 #include <tidepool/core.h>
 #include <tidepool/evloop.h>
+#include <tidepool/tls.h>
 
 static int64_t now_ns(void)
 {
@@ -136,12 +139,69 @@ static void send_one(struct tide_demo_load *l, struct tide_demo_req *r)
     }
 }
 
+/* What a Unix socket's path is, when that alone says no connect can
+ * succeed: into buf, NULL when it is a socket (someone may listen on it). */
+static const char *path_hopeless(const char *path, char *buf, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return "no such socket";
+        snprintf(buf, len, "no socket there (%s)", strerror(errno));
+    } else if (S_ISSOCK(st.st_mode))
+        return NULL;
+    else
+        snprintf(buf, len, "%s is not a socket but %s", path,
+                 S_ISREG(st.st_mode)   ? "a regular file"
+                 : S_ISDIR(st.st_mode) ? "a directory"
+                                       : "another kind of file");
+    return buf;
+}
+
+/* Why no retry changes the failure soon, or NULL (see load.h). */
+static const char *hopeless(struct tide_demo_load *l, const char *message,
+                            int code, char *buf, size_t len)
+{
+    const char *why = l->path ? path_hopeless(l->path, buf, len) : NULL;
+    if (!why && code == TIDE_EREFUSED)
+        why =
+            l->path ? "nothing listens on the socket" : "nothing listens there";
+    if (!why && l->ops->hopeless)
+        why = l->ops->hopeless(code, message, l->arg);
+    if (!why && l->streak >= 2L * l->conc) {
+        snprintf(buf, len,
+                 "the failure repeats (%ld answers in a row, none good)",
+                 l->streak);
+        why = buf;
+    }
+    return why;
+}
+
+/* Ends the run at a failure it cannot get past: said once, with the
+ * failure's own words and code. */
+static void give_up_if_hopeless(struct tide_demo_load *l, const char *message,
+                                int code)
+{
+    char buf[256]; /* a Unix socket's path is at most 107 bytes */
+    const char *why = hopeless(l, message, code, buf, sizeof buf);
+    if (!why)
+        return;
+    fprintf(stderr, "%s: stopped: %s: %s (%s)\n", l->prog, why,
+            message && message[0] ? message : l->ops->strerror(code),
+            err_name(l, code));
+    l->stopped = true;
+    event_base_loopbreak(l->base);
+}
+
 void tide_demo_load_answered(struct tide_demo_req *r, bool good,
                              const char *message, int code)
 {
     struct tide_demo_load *l = r->l;
     int64_t t = now_ns();
     l->answered++;
+    l->streak = good ? 0 : l->streak + 1;
+    if (!good && !l->stopped)
+        give_up_if_hopeless(l, message, code);
     if (!good && l->failed++ == 0) {
         snprintf(l->first_error, sizeof l->first_error, "%s",
                  message && message[0] ? message : l->ops->strerror(code));
@@ -188,6 +248,7 @@ int tide_demo_load_run(struct tide_demo_load *l,
 {
     l->ops = ops;
     l->arg = arg;
+    l->conc = conc < l->warmup + l->count ? conc : (int)(l->warmup + l->count);
     struct event *deadline = evtimer_new(l->base, on_deadline, l);
     if (!deadline)
         return -1;

@@ -99,13 +99,24 @@ struct tide_demo_load_ops {
      * (tide_evpool_last_error) and makes still running are said when a
      * run fails with no answer that says why. NULL: not known. */
     struct tide_evpool *(*pool)(void *arg);
+    /* Optional: whether a failed answer is one that no retry changes
+     * soon, in the program's own terms (the server refuses the session
+     * for good, it does not speak the protocol): a phrase that says so,
+     * for the line that ends the run, or NULL. The run asks only about
+     * the answers tidepool's own codes leave open (see
+     * tide_demo_load_answered). */
+    const char *(*hopeless)(int code, const char *message, void *arg);
 };
 
 struct tide_demo_load {
     const char *prog; /* for messages: "redis_load: out of time" */
+    /* The Unix socket the run connects to (borrowed), NULL over TCP; set
+     * before run: a path that is missing or no socket ends the run. */
+    const char *path;
     const struct tide_demo_load_ops *ops;
     void *arg;
     struct event_base *base;
+    int conc;      /* requests in flight at most */
     long warmup;   /* requests before measuring */
     long count;    /* measured requests */
     long sent;     /* all requests sent */
@@ -113,7 +124,8 @@ struct tide_demo_load {
     long errors;   /* measured requests without a good answer */
     long failed;   /* all answers not good, the warm-up's included */
     long refused;  /* sends that failed at once (no answer will come) */
-    bool stopped;  /* a send failed: no more are sent */
+    long streak;   /* answers not good in a row, the last ones */
+    bool stopped;  /* a send failed, or the run gave up: no more are sent */
     int64_t *lat;  /* measured latencies, ns */
     long nlat;
     struct tide_demo_req *reqs; /* one a slot of the concurrency */
@@ -136,15 +148,28 @@ bool tide_demo_load_init(struct tide_demo_load *l, const char *prog,
  * until warmup + count are answered or seconds have passed ("out of time"
  * on stderr), or a send fails: its error once on stderr, and no request is
  * sent after it (the loop is not entered when it failed before; the
- * requests already sent are left to the client's free). Then the
- * latencies are sorted. -1 when out of memory, else 0 (what the run achieved is
- * in l: see tide_demo_load_ok). */
+ * requests already sent are left to the client's free), or the run gives
+ * up (see tide_demo_load_answered). Then the latencies are sorted. -1 when
+ * out of memory, else 0 (what the run achieved is in l: see
+ * tide_demo_load_ok). */
 int tide_demo_load_run(struct tide_demo_load *l,
                        const struct tide_demo_load_ops *ops, void *arg,
                        int conc, int seconds);
 /* An answer to r, good or not; message and code say what went wrong for
  * the first error kept. Sends r again while requests remain to be sent.
- * Call from the request's callback. */
+ * Call from the request's callback.
+ *
+ * A failure that no retry changes soon ends the run at once, said on
+ * stderr ("stopped: ...") with its message and code, instead of every
+ * request waiting out the pool's backoff until --seconds: a connect
+ * refused (nothing listens there), and with path set a path that is no
+ * socket or not there at all (whatever code the connect failed with), or
+ * what ops->hopeless says. Any other failure ends the run once it repeats:
+ * twice as many answers in a row as requests in flight, none good, so
+ * that every request in flight failed twice (a server that accepts and
+ * closes, one that never answers the opening exchange); a good answer
+ * between them starts the count again, so a server short of room for all
+ * connections (Redis's maxclients) does not end a run it still serves. */
 void tide_demo_load_answered(struct tide_demo_req *r, bool good,
                              const char *message, int code);
 

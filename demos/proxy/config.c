@@ -4,6 +4,7 @@
 #include "../number.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,58 @@ static bool size_value(const char *v, size_t *out)
     return true;
 }
 
+/* Whether host can name an upstream: an IPv4 literal, an IPv6 literal in
+ * brackets, or a DNS name (dot-separated labels of 1 to 63 letters,
+ * digits, '-' or '_', 253 bytes at most, a final dot allowed) whose last
+ * label is not all digits: "999.1.1.1" is a mistyped address, not a
+ * name. NULL, or what is wrong with it. Anything else would go to the
+ * resolver at the first request (a query the DNS could only refuse), and
+ * the mistake would show as a 502, long after startup. */
+static const char *host_wrong(const char *host)
+{
+    char ip[INET6_ADDRSTRLEN];
+    unsigned char addr[sizeof(struct in6_addr)];
+    size_t n = strlen(host);
+    if (host[0] == '[') {
+        if (n < 2 || host[n - 1] != ']' || n - 2 >= sizeof ip)
+            return "not an IPv6 address in brackets";
+        memcpy(ip, host + 1, n - 2);
+        ip[n - 2] = '\0';
+        return inet_pton(AF_INET6, ip, addr) == 1
+                   ? NULL
+                   : "not an IPv6 address in brackets";
+    }
+    if (inet_pton(AF_INET, host, addr) == 1)
+        return NULL;
+    if (n > 0 && host[n - 1] == '.')
+        n--;
+    if (n == 0 || n > 253)
+        return "not a host name (at most 253 bytes)";
+    size_t label = 0;
+    bool digits = true;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == n || host[i] == '.') {
+            if (label == 0 || label > 63)
+                return "not a host name (each part between dots has 1 to 63 "
+                       "characters)";
+            if (i < n) {
+                label = 0;
+                digits = true;
+            }
+            continue;
+        }
+        unsigned char c = (unsigned char)host[i];
+        if (!isalnum(c) && c != '-' && c != '_')
+            return "not a host name (letters, digits, '-' and '_' between "
+                   "dots)";
+        digits = digits && isdigit(c);
+        label++;
+    }
+    return digits ? "not an IPv4 address, nor a host name (its last part is "
+                    "all digits)"
+                  : NULL;
+}
+
 /* The numeric options: their name, range, unit (ns per unit, 0 for a
  * count) and where they go. */
 struct num_opt {
@@ -253,6 +306,9 @@ int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
             u->tls = strncmp(v, "tls://", 6) == 0;
             const char *why = host_port(u->tls ? v + 6 : v, u->host,
                                         sizeof u->host, 1, &u->port);
+            if (!why && (why = host_wrong(u->host)))
+                return fail(err, errlen, "--upstream: '%s': '%s' is %s", v,
+                            u->host, why);
             if (why)
                 return fail(err, errlen, "--upstream: '%s': %s", v, why);
             c->n_ups++;

@@ -1,6 +1,7 @@
 /* The client: a pool over tidepool's TCP or TLS factory, the factory's
  * table wrapped so that the client's own health check (a PING) runs in it,
  * the readers kept for reuse, and the teardown. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,11 +69,53 @@ static void wrap(struct tide_redis_client *c)
 /* ---- readers --------------------------------------------------------------
  */
 
+/* hiredis's createArray, unless the count is past the limit: then NULL,
+ * which the reader reports as out of memory (the count is kept for
+ * tide__redis_reader_error to say what happened). */
+static void *create_array(const redisReadTask *task, int elements)
+{
+    struct tide_redis_client *c = task->privdata;
+    if (elements > TIDE__REDIS_MAX_ELEMENTS) {
+        c->refused_elements = elements;
+        return NULL;
+    }
+    return c->create_array(task, elements);
+}
+
+/* hiredis's reply functions are reachable only through a reader of its
+ * own: copied from one, arrays wrapped. false when out of memory. */
+static bool reply_fns_init(struct tide_redis_client *c)
+{
+    redisReader *r = redisReaderCreate();
+    if (!r)
+        return false;
+    c->reply_fns = *r->fn;
+    redisReaderFree(r);
+    c->create_array = c->reply_fns.createArray;
+    c->reply_fns.createArray = create_array;
+    return true;
+}
+
 redisReader *tide__redis_reader_take(struct tide_redis_client *c)
 {
     if (c->spares > 0)
         return c->spare[--c->spares];
-    return redisReaderCreate();
+    redisReader *r = redisReaderCreateWithFunctions(&c->reply_fns);
+    if (r)
+        r->privdata = c;
+    return r;
+}
+
+const char *tide__redis_reader_error(struct tide_redis_client *c,
+                                     const redisReader *r, char *buf,
+                                     size_t len)
+{
+    if (r->err != REDIS_ERR_OOM || c->refused_elements == 0)
+        return r->errstr;
+    snprintf(buf, len, "an array reply of %d elements, past the %d taken",
+             c->refused_elements, TIDE__REDIS_MAX_ELEMENTS);
+    c->refused_elements = 0;
+    return buf;
 }
 
 void tide__redis_reader_give(struct tide_redis_client *c, redisReader *r,
@@ -80,6 +123,8 @@ void tide__redis_reader_give(struct tide_redis_client *c, redisReader *r,
 {
     if (!r)
         return;
+    if (r->err)
+        c->refused_elements = 0; /* said, or not to be said (a check) */
     /* a reader that failed or stopped inside a reply keeps that state:
      * never lent to another exchange */
     if (clean && r->err == 0 && !tide__redis_reader_holds(r) &&
@@ -224,9 +269,12 @@ static int open_factory(struct tide_redis_client *c,
     return rc;
 }
 
-int tide_redis_client_new(struct event_base *base,
-                          const struct tide_redis_options *o,
-                          struct tide_redis_client **out)
+/* A client over inner when given, else over the TCP or TLS factory o
+ * asks for. */
+static int client_new(struct event_base *base,
+                      const struct tide_redis_options *o,
+                      const struct tide_factory *inner,
+                      struct tide_redis_client **out)
 {
     if (out)
         *out = NULL;
@@ -250,7 +298,11 @@ int tide_redis_client_new(struct event_base *base,
     c->password = copy(o->password);
     if ((o->user && !c->user) || (o->password && !c->password))
         goto fail;
-    if ((rc = open_factory(c, o)) != 0)
+    if (!reply_fns_init(c))
+        goto fail;
+    if (inner)
+        c->inner = *inner;
+    else if ((rc = open_factory(c, o)) != 0)
         goto fail;
     wrap(c);
     struct tide_evpool_options po = o->pool;
@@ -268,6 +320,26 @@ int tide_redis_client_new(struct event_base *base,
 fail:
     destroy(c);
     return rc;
+}
+
+int tide_redis_client_new(struct event_base *base,
+                          const struct tide_redis_options *o,
+                          struct tide_redis_client **out)
+{
+    return client_new(base, o, NULL, out);
+}
+
+int tide__redis_client_new_over(struct event_base *base,
+                                const struct tide_redis_options *o,
+                                const struct tide_factory *inner,
+                                struct tide_redis_client **out)
+{
+    if (!inner) {
+        if (out)
+            *out = NULL;
+        return TIDE_EINVAL;
+    }
+    return client_new(base, o, inner, out);
 }
 
 void tide_redis_client_free(struct tide_redis_client *c)

@@ -172,7 +172,9 @@ static void on_read(struct bufferevent *bev, void *arg)
     for (;;) {
         void *reply = NULL;
         if (redisReaderGetReply(b->reader, &reply) != REDIS_OK) {
-            fail(b, TIDE_REDIS_EPROTOCOL, b->reader->errstr);
+            char why[128];
+            fail(b, TIDE_REDIS_EPROTOCOL,
+                 tide__redis_reader_error(c, b->reader, why, sizeof why));
             break;
         }
         if (!reply || !deliver(b, reply))

@@ -42,7 +42,11 @@
  * the connection is fine and goes back to the pool, and the command is
  * answered with TIDE_REDIS_EREPLY and the server's own text. Failures of
  * the connection (refused, closed, reset, TLS) keep tidepool's codes
- * (<tidepool/tls.h>), with the factory's sentence as the message.
+ * (<tidepool/tls.h>), with the factory's sentence as the message. An
+ * array reply that announces more than 2^24 (16,777,216) elements is a
+ * protocol error: hiredis 0.14's reader makes room for every element as
+ * soon as it reads the count, so 12 bytes from a server ("*999999999")
+ * asked for 8 GB.
  *
  * Threads: a client belongs to one event_base and is used from that loop's
  * thread only. The application must ignore SIGPIPE (see <tidepool/evloop.h>).

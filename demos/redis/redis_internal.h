@@ -17,6 +17,17 @@ struct evbuffer;
  * exchange through is as good as new (its buffer holds no unread byte). */
 #define TIDE__REDIS_SPARE_READERS 64
 
+/* The most elements an array reply may announce. hiredis 0.14's reader
+ * allocates an array's table of elements from the count in its header,
+ * before any element has come: "*999999999\r\n", 12 bytes from a server,
+ * asked for 8 GB (found by fuzz/fuzz_redis_reply). Past this count the
+ * header is a protocol error; at it, the table is 128 MB. The fuzzer
+ * builds the client with a small one: the same code, and a count near the
+ * limit then costs it no time. */
+#ifndef TIDE__REDIS_MAX_ELEMENTS
+#define TIDE__REDIS_MAX_ELEMENTS (1 << 24)
+#endif
+
 struct tide__redis_batch;
 struct tide__redis_check;
 struct tide__redis_setup;
@@ -45,6 +56,12 @@ struct tide_redis_client {
 
     redisReader *spare[TIDE__REDIS_SPARE_READERS];
     size_t spares;
+    /* the readers' reply functions: hiredis's own (create_array keeps
+     * its), arrays past TIDE__REDIS_MAX_ELEMENTS refused; each reader's
+     * privdata is the client */
+    redisReplyObjectFunctions reply_fns;
+    void *(*create_array)(const redisReadTask *task, int elements);
+    int refused_elements; /* the count of the last array refused */
 
     /* Callbacks into the application nest; a free asked for inside one
      * waits until the outermost returns. */
@@ -53,6 +70,18 @@ struct tide_redis_client {
 
     struct tide_redis_stats stats; /* pool and net filled on demand */
 };
+
+/* A client as tide_redis_client_new makes it, over a factory of the
+ * caller's instead of the TCP or TLS one o->tcp and o->tls ask for (they
+ * are not used; the table is copied, its arg borrowed and must outlive the
+ * client): the client's whole path from a connection's bytes to each
+ * command's answer, over connections that are not sockets. For
+ * fuzz/fuzz_redis_reply, which feeds the replies from memory. No setup
+ * runs on its connections (the setup is the TCP factory's step). */
+int tide__redis_client_new_over(struct event_base *base,
+                                const struct tide_redis_options *o,
+                                const struct tide_factory *inner,
+                                struct tide_redis_client **out);
 
 /* Entering and leaving a callback from the loop: leave frees the client
  * when a free was asked for inside and this was the outermost. */
@@ -65,6 +94,11 @@ void tide__redis_leave(struct tide_redis_client *c);
 redisReader *tide__redis_reader_take(struct tide_redis_client *c);
 void tide__redis_reader_give(struct tide_redis_client *c, redisReader *r,
                              bool clean);
+/* Why the reader failed, for a person: its own words, or the array
+ * refused past TIDE__REDIS_MAX_ELEMENTS (in buf). */
+const char *tide__redis_reader_error(struct tide_redis_client *c,
+                                     const redisReader *r, char *buf,
+                                     size_t len);
 /* Moves everything in `in` into the reader. 0, or -1 when out of memory. */
 int tide__redis_feed(redisReader *r, struct evbuffer *in);
 /* Whether the reader holds bytes it has not made a reply of. */

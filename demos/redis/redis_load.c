@@ -19,10 +19,12 @@
  * --reconnect retires each connection after one request: the cost of a
  * new connection per request, for comparison. Exit 0 when every measured
  * request got a reply that was not an error, 1 otherwise, 2 for bad usage.
- * A server that refuses the session itself (a wrong password or user, a
- * database that does not exist) stops the run at its first refusal, as no
- * retry can change that;
- * --help says what each option does, on stdout, and exits 0. */
+ * A run that cannot succeed stops at once with the cause rather than
+ * waiting out S (demos/load.h): nothing listens at the port or on the
+ * socket, the socket's path is not there or is no socket, the server does
+ * not speak Redis, or it refuses the session itself (a wrong password or
+ * user, a database that does not exist); any other failure once it
+ * repeats. --help says what each option does, on stdout, and exits 0. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,7 +44,6 @@ struct load {
     const char *op;
     char *value;
     size_t value_len;
-    bool refused; /* the server refused the session for good */
 };
 
 /* A setup refused for a reason no retry changes, in Redis's words: the
@@ -68,22 +69,23 @@ static void on_reply(struct tide_redis_client *c, int status,
                      void *arg)
 {
     (void)c;
-    struct tide_demo_req *r = arg;
-    struct load *l = r->l->arg;
-    if (!l->refused && refused_for_good(status, message)) {
-        l->refused = true;
-        fprintf(stderr, "redis_load: the server refuses the session: %s\n",
-                message);
-    }
-    tide_demo_load_answered(r, status == 0 && reply, message, status);
+    tide_demo_load_answered(arg, status == 0 && reply, message, status);
+}
+
+/* What no retry changes, in Redis's terms (see load.h). */
+static const char *hopeless(int status, const char *message, void *arg)
+{
+    (void)arg;
+    if (status == TIDE_REDIS_EPROTOCOL)
+        return "the server does not speak Redis";
+    if (refused_for_good(status, message))
+        return "the server refuses the session";
+    return NULL;
 }
 
 static int send_one(struct tide_demo_req *r, void *arg)
 {
     struct load *l = arg;
-    /* every request would wait out the backoff to be refused the same */
-    if (l->refused)
-        return TIDE_ESETUP;
     const char *argv[3] = {l->op, "tidepool:load", l->value};
     size_t argvlen[3] = {strlen(l->op), strlen(argv[1]), l->value_len};
     int argc = strcmp(l->op, "SET") == 0   ? 3
@@ -112,6 +114,7 @@ static const struct tide_demo_load_ops load_ops = {
     .err_name = tide_redis_err_name,
     .made = made,
     .pool = pool,
+    .hopeless = hopeless,
 };
 
 static void usage_to(FILE *f)
@@ -160,6 +163,12 @@ static int help(void)
         "  --seconds S          the whole run at most S seconds (preset 60)\n"
         "  --reconnect          a new connection for every request\n"
         "  --csv                the figures as one CSV line\n"
+        "A run that cannot succeed stops at once with the cause: nothing "
+        "listens,\n"
+        "no socket at --unix PATH, a server that is not Redis or refuses "
+        "the\n"
+        "session; any other failure once every request failed twice in a "
+        "row.\n"
         "Exit 0 when every measured request got a reply that was not an "
         "error,\n"
         "1 otherwise, 2 for bad usage.\n");
@@ -227,6 +236,7 @@ static int run_load(const struct tide_demo_load_args *a, const char *path,
     }
     if (!tide_demo_load_init(&run, "redis_load", a->warmup, a->count))
         goto out;
+    run.path = path;
     memset(l.value, 'x', l.value_len);
 
     /* over a Unix socket the certificate is checked against the server's

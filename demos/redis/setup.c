@@ -96,7 +96,10 @@ static void on_read(struct bufferevent *bev, void *arg)
     while (s->waiting > 0) {
         void *reply = NULL;
         if (redisReaderGetReply(s->reader, &reply) != REDIS_OK) {
-            refuse(s, TIDE_REDIS_EPROTOCOL, s->reader->errstr);
+            char why[128];
+            refuse(s, TIDE_REDIS_EPROTOCOL,
+                   tide__redis_reader_error(s->client, s->reader, why,
+                                            sizeof why));
             return;
         }
         if (!reply)

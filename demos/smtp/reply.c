@@ -62,7 +62,8 @@ static int take_line(struct tide__smtp_reply *r, const char *line, size_t n)
     if (n > 3 && line[3] != ' ' && line[3] != '-')
         return -1;
     int code = (line[0] - '0') * 100 + (line[1] - '0') * 10 + (line[2] - '0');
-    if (code < 200 || code > 599 || (r->lines > 0 && code != r->code))
+    if (code < 200 || code > 599 || (r->lines > 0 && code != r->code) ||
+        r->lines == TIDE__SMTP_LINES)
         return -1;
     r->code = code;
     const char *text = n > 4 ? line + 4 : "";
@@ -79,8 +80,11 @@ int tide__smtp_reply_read(struct evbuffer *in, struct tide__smtp_reply *r)
         size_t n;
         /* a bare LF ends a line too: some servers send them */
         char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
+        /* a line not yet ended is too long once even its last byte, which
+         * may be the CR of its CRLF, leaves more than a line may hold:
+         * refused the same whatever reads its bytes came in */
         if (!line)
-            return evbuffer_get_length(in) > TIDE__SMTP_LINE ? -1 : 0;
+            return evbuffer_get_length(in) > TIDE__SMTP_LINE + 1 ? -1 : 0;
         int rc = n > TIDE__SMTP_LINE ? -1 : take_line(r, line, n);
         free(line);
         if (rc != 0)

@@ -27,6 +27,7 @@
 
 #define TIDE__SMTP_TEXT 512  /* a reply's text kept, cut short beyond */
 #define TIDE__SMTP_LINE 2048 /* RFC 5321 4.5.3.1.5: 512; servers send more */
+#define TIDE__SMTP_LINES 1000 /* lines of one reply (EHLO's are a dozen) */
 
 /* One reply, built line by line as its lines arrive. */
 struct tide__smtp_reply {
@@ -43,7 +44,9 @@ struct tide__smtp_reply {
 void tide__smtp_reply_clear(struct tide__smtp_reply *r);
 /* Reads from in until one whole reply is in r: 1 (a whole reply; bytes
  * after it stay in in), 0 (more to come; r keeps what was read), -1 (not
- * SMTP: a line without a code, codes that disagree, a line too long). */
+ * SMTP: a line without a code, codes that disagree, a line longer than
+ * TIDE__SMTP_LINE before its CRLF or LF, more than TIDE__SMTP_LINES
+ * lines). The same replies and verdict whatever reads the bytes came in. */
 int tide__smtp_reply_read(struct evbuffer *in, struct tide__smtp_reply *r);
 
 /* ---- DATA (data.c) ---- */

@@ -1,11 +1,13 @@
 /* demos/proxy as a user runs it: every bad option or value is refused by
  * name, with the value, exit 2 (numbers read whole and in range, so none
- * wraps a span in ns); --listen is required and an IPv4 literal; a port in
- * use or an upstream that cannot be set up says why, exit 1. The program
- * is built from demos/proxy beside this test (its path is argv[1]), with
- * the same sanitizers: under AddressSanitizer a leak on an early exit
- * makes its exit nonzero, and so fails the test. No server is needed: the
- * upstreams named are never connected to. */
+ * wraps a span in ns), an upstream that is no address and no name too;
+ * --listen is required and an IPv4 literal; a port in use or an upstream
+ * that cannot be set up says why, exit 1; an upstream down at startup is
+ * no startup error, and gets a 502 with the cause. The program is built
+ * from demos/proxy beside this test (its path is argv[1]), with the same
+ * sanitizers: under AddressSanitizer a leak on an early exit makes its
+ * exit nonzero, and so fails the test. No server is needed: the upstreams
+ * are the test's own, in threads, or never connected to. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include "load_child.h"
 #include "loop.h"
 #include "runner.h"
+#include "stranger.h"
 
 static const char *prog; /* the proxy under test */
 
@@ -51,9 +54,14 @@ static void refused(const char *option, const char *value)
 START_TEST(bad_upstreams_are_refused_by_name)
 {
     const char *bad[] = {
-        "garbage",      "127.0.0.1:99999", "127.0.0.1:", ":80",
-        "tls://",       "tls://:443",      "::1:80",     "127.0.0.1:0",
-        "127.0.0.1:-1", "127.0.0.1:8x"};
+        "garbage", "127.0.0.1:99999", "127.0.0.1:", ":80", "tls://",
+        "tls://:443", "::1:80", "127.0.0.1:0", "127.0.0.1:-1", "127.0.0.1:8x",
+        /* no address and no name: they went to the resolver at the first
+         * request, and were a 502 long after the proxy said it listened */
+        "bad name!:80", "[zz]:80", "[]:80", "999.1.1.1:80", "10.0.1:80",
+        "a..b:80", ".:80", "tls://host/x:443",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.test:"
+        "80"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         refused("--upstream", bad[i]);
 }
@@ -116,23 +124,48 @@ START_TEST(listen_is_required_and_an_ipv4_literal)
 }
 END_TEST
 
-START_TEST(a_port_in_use_says_why_and_frees_everything)
+/* A port on 127.0.0.1 another program listens on; its descriptor. */
+static int listen_any(int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(listen(fd, 8), 0);
     socklen_t l = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &l);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+START_TEST(a_port_in_use_says_why_and_frees_everything)
+{
+    int port, fd = listen_any(&port);
     char listen_at[32];
-    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", ntohs(a.sin_port));
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
     /* two upstreams made before the listener fails: all freed (ASan) */
     struct tide_test_prog_run r =
         RUN("--listen", listen_at, "--upstream", "127.0.0.1:9", "--upstream",
             "127.0.0.1:10");
     close(fd);
     EXPECT(r, 1, "cannot listen on", listen_at, "Address already in use");
+}
+END_TEST
+
+/* What an upstream may be: an IPv4 literal, an IPv6 one in brackets, a
+ * name (with '_', as container names have, and a final dot). The port in
+ * use stops the proxy after the upstreams were taken (exit 1, not 2). */
+START_TEST(addresses_and_names_are_taken)
+{
+    int port, fd = listen_any(&port);
+    char listen_at[32];
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
+    struct tide_test_prog_run r =
+        RUN("--listen", listen_at, "--upstream", "127.0.0.1:9", "--upstream",
+            "[::1]:9", "--upstream", "localhost:9", "--upstream",
+            "my_app-1.internal.:80", "--upstream", "tls://example.test:443");
+    close(fd);
+    EXPECT(r, 1, "cannot listen on", listen_at);
 }
 END_TEST
 
@@ -168,19 +201,6 @@ static int64_t now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static int listen_any(int *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(fd, 8), 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    *port = ntohs(a.sin_port);
-    return fd;
 }
 
 #define SLOW_BODY (256 * 1024)
@@ -355,6 +375,91 @@ static struct read_result read_slow_response(int fd)
 }
 
 static const char slow_request[] = "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n";
+
+/* ---- an upstream that is down at startup ---- */
+
+/* One request on a connection of its own; the response's status and its
+ * body (up to len - 1 bytes, NUL-terminated), read by Content-Length. */
+static int get(int port, char *body, size_t len)
+{
+    int fd = tide_test_connect(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, slow_request, strlen(slow_request)),
+                     (ssize_t)strlen(slow_request));
+    char buf[4096];
+    size_t got = 0;
+    char *end = NULL;
+    const char *cl = NULL;
+    while (got < sizeof buf - 1) {
+        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        buf[got] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+        cl = end ? strcasestr(buf, "\r\ncontent-length: ") : NULL;
+        if (cl && got >= (size_t)(end + 4 - buf) + (size_t)atol(cl + 18))
+            break;
+    }
+    close(fd);
+    ck_assert_msg(end && strncmp(buf, "HTTP/1.1 ", 9) == 0, "got: %s", buf);
+    snprintf(body, len, "%s", end + 4);
+    return atoi(buf + 9);
+}
+
+/* The upstream comes up: answers one request 200 "up" on fd (bound,
+ * listening), then closes. */
+static void *serve_up(void *arg)
+{
+    int fd = *(int *)arg;
+    int c = accept(fd, NULL, NULL);
+    if (c < 0)
+        return NULL;
+    char req[4096];
+    size_t got = 0;
+    while (got < sizeof req - 1) {
+        ssize_t n = read(c, req + got, sizeof req - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        req[got] = '\0';
+        if (strstr(req, "\r\n\r\n"))
+            break;
+    }
+    static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nup";
+    (void)!send(c, ok, sizeof ok - 1, MSG_NOSIGNAL);
+    close(c);
+    return NULL;
+}
+
+/* Upstreams are connected when requests need them, so one that refuses
+ * at startup is no startup error (it may come up later): the proxy runs,
+ * says why with a 502 naming the upstream and the cause, and serves once
+ * the upstream listens. */
+START_TEST(an_upstream_down_at_startup_gets_502_until_it_is_up)
+{
+    int upstream, fd = tide_test_refusing_port(&upstream);
+    ck_assert_int_ge(fd, 0);
+    int port = tide_test_free_port();
+    pid_t pid = proxy_spawn(port, upstream, "1000");
+    char body[512], want[64];
+    ck_assert_int_eq(get(port, body, sizeof body), 502);
+    snprintf(want, sizeof want, "127.0.0.1:%d", upstream);
+    ck_assert_msg(strstr(body, want) && strstr(body, "Connection refused"),
+                  "body: %s", body);
+    ck_assert_int_eq(listen(fd, 8), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, serve_up, &fd), 0);
+    /* past the backoff after the failed connect (100 ms, jittered) */
+    usleep(300000);
+    ck_assert_int_eq(get(port, body, sizeof body), 200);
+    ck_assert_str_eq(body, "up");
+    pthread_join(t, NULL);
+    close(fd);
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(proxy_wait(pid, 5000), 0);
+}
+END_TEST
 
 START_TEST(sigterm_lets_an_exchange_in_flight_finish)
 {
@@ -543,7 +648,9 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, a_missing_value_or_unknown_option_is_said);
     tcase_add_test(tc, listen_is_required_and_an_ipv4_literal);
     tcase_add_test(tc, a_port_in_use_says_why_and_frees_everything);
+    tcase_add_test(tc, addresses_and_names_are_taken);
     tcase_add_test(tc, a_missing_ca_file_says_why_and_frees_everything);
+    tcase_add_test(tc, an_upstream_down_at_startup_gets_502_until_it_is_up);
     tcase_add_test(tc, help_lists_the_ward_options);
     tcase_add_test(tc, sigterm_lets_an_exchange_in_flight_finish);
     tcase_add_test(tc, a_second_sigterm_or_the_drain_timeout_ends_it_at_once);

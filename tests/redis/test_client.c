@@ -1,13 +1,16 @@
 /* demos/redis/client.c: the client's connections to a real redis-server,
  * over TLS (verified, the wrong name refused, sessions resumed), and what
  * the server does to them: kills idle ones, restarts under load, refuses
- * past maxclients. */
+ * past maxclients; and a server that promises an array too long to make
+ * room for. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
+#include "redis_internal.h"
+#include "stranger.h"
 
 static struct tide_redis_stats stats(struct tide_redis_client *c)
 {
@@ -364,6 +367,45 @@ START_TEST(maxclients_refused_clearly)
 }
 END_TEST
 
+/* ---- what a server that is not Redis sends ---- */
+
+/* An array header is a promise of elements the reader makes room for at
+ * once: "*999999999\r\n", 12 bytes, asked hiredis 0.14 for 8 GB, and the
+ * command then waited for elements that never came. Past
+ * TIDE__REDIS_MAX_ELEMENTS it is a protocol error at once, said. */
+START_TEST(an_array_header_past_the_limit_is_refused_at_once)
+{
+    static const char header[] = "*999999999\r\n";
+    struct tide_test_stranger st;
+    ck_assert(
+        tide_test_stranger_start(&st, header, sizeof header - 1, false, false));
+    struct tide_redis_options o = tcp_options(1);
+    o.tcp.port = st.port;
+    o.timeout = TIDE_SEC(3);
+    struct tide_redis_client *c = client_new(&o);
+    int64_t t0 = now_ms();
+    struct answer a = CMD(c, "PING");
+    ck_assert_int_eq(a.status, TIDE_REDIS_EPROTOCOL);
+    ck_assert_msg(strstr(a.message, "an array reply of 999999999 elements"),
+                  "%s", a.message);
+    ck_assert_int_lt(now_ms() - t0, 1000);
+    answer_clear(&a);
+    client_end(c);
+    tide_test_stranger_stop(&st);
+    /* at the limit, the reader waits for the elements */
+    c = client_new(&o);
+    redisReader *r = tide__redis_reader_take(c);
+    char at[32];
+    int n = snprintf(at, sizeof at, "*%d\r\n", TIDE__REDIS_MAX_ELEMENTS);
+    ck_assert_int_eq(redisReaderFeed(r, at, (size_t)n), REDIS_OK);
+    void *reply = NULL;
+    ck_assert_int_eq(redisReaderGetReply(r, &reply), REDIS_OK);
+    ck_assert_ptr_null(reply);
+    tide__redis_reader_give(c, r, false);
+    client_end(c);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("redis_client");
@@ -381,6 +423,7 @@ static Suite *make_suite(void)
     tcase_add_test(server, server_restart_under_load);
     tcase_add_test(server, server_stopped_then_continued);
     tcase_add_test(server, maxclients_refused_clearly);
+    tcase_add_test(server, an_array_header_past_the_limit_is_refused_at_once);
     suite_add_tcase(s, server);
     return s;
 }

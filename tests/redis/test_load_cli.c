@@ -2,7 +2,9 @@
  * number it reads is read whole and a bad one is refused by name (exit 2);
  * a run that fails says why, the warm-up's failures and connections that
  * never came included; a send the pool refuses is said once and stops the
- * run; AUTH and SELECT come from its options. The program is built from
+ * run; a run that cannot succeed (nothing listens, no socket at the path,
+ * a server that is not Redis, a failure that repeats) stops at once with
+ * the cause; AUTH and SELECT come from its options. The program is built from
  * demos/redis/redis_load.c beside this test (its path is argv[1]), with
  * the same sanitizers: under AddressSanitizer a leak on any of these
  * paths, the early exits included, makes its exit nonzero. */
@@ -10,9 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "load_child.h"
+#include "stranger.h"
 
 static const char *prog; /* the redis_load under test */
 
@@ -101,12 +107,114 @@ START_TEST(help_says_options_exit_0)
 }
 END_TEST
 
-START_TEST(unix_socket_missing_says_why)
+START_TEST(refused_port_stops_at_once)
+{
+    int port, fd = tide_test_refusing_port(&port);
+    ck_assert_int_ge(fd, 0);
+    char p[16];
+    port_str(p, sizeof p, port);
+    struct tide_test_prog_run r = RUN(30000, "--port", p, "--seconds", "20");
+    close(fd);
+    EXPECT(r, 1, "stopped: nothing listens there", "Connection refused",
+           "(TIDE_EREFUSED)");
+    tide_test_prog_expect_soon(&r, 5000);
+}
+END_TEST
+
+START_TEST(unix_socket_missing_stops_at_once)
 {
     struct tide_test_prog_run r =
-        RUN(20000, "--unix", "/nonexistent.sock", "-n", "10", "--seconds", "3");
-    EXPECT(r, 1, "first error (in the warm-up)", "/nonexistent.sock",
+        RUN(30000, "--unix", "/nonexistent.sock", "--seconds", "20");
+    EXPECT(r, 1, "stopped: no such socket", "/nonexistent.sock",
            "No such file or directory", "(TIDE_ENOSOCKET)");
+    tide_test_prog_expect_soon(&r, 5000);
+}
+END_TEST
+
+/* A plain file or a directory at the path: the connect is refused, as
+ * with a socket nobody listens on, so the path itself is looked at. */
+START_TEST(unix_path_not_a_socket_stops_at_once)
+{
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s/plain", rx->server.child.dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fclose(f), 0);
+    struct tide_test_prog_run r = RUN(30000, "--unix", file, "--seconds", "20");
+    EXPECT(r, 1, "stopped: ", "plain is not a socket but a regular file",
+           "(TIDE_EREFUSED)");
+    tide_test_prog_expect_soon(&r, 5000);
+    r = RUN(30000, "--unix", rx->server.child.dir, "--seconds", "20");
+    EXPECT(r, 1, "is not a socket but a directory");
+    tide_test_prog_expect_soon(&r, 5000);
+}
+END_TEST
+
+/* A socket file left behind by a server that is gone. */
+START_TEST(unix_socket_nobody_listens_stops_at_once)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/gone.sock", rx->server.child.dir);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    close(fd); /* the file stays, and nothing listens on it */
+    struct tide_test_prog_run r = RUN(30000, "--unix", path, "--seconds", "20");
+    EXPECT(r, 1, "stopped: nothing listens on the socket", "Connection refused",
+           "(TIDE_EREFUSED)");
+    tide_test_prog_expect_soon(&r, 5000);
+}
+END_TEST
+
+/* An HTTP server answers the setup's PING with a 400; another server
+ * speaks garbage first. Neither is Redis, and no retry makes it one. */
+START_TEST(not_redis_stops_at_once)
+{
+    static const char garbage[] = "\x16\x03\x01garbage\r\n";
+    struct {
+        const char *bytes;
+        size_t len;
+        bool first;
+        const char *said;
+    } servers[] = {
+        {TIDE_TEST_HTTP_400, sizeof TIDE_TEST_HTTP_400 - 1, false, "\"H\""},
+        {garbage, sizeof garbage - 1, true, "\"\\x16\""},
+    };
+    for (size_t i = 0; i < sizeof servers / sizeof servers[0]; i++) {
+        struct tide_test_stranger st;
+        ck_assert(tide_test_stranger_start(&st, servers[i].bytes,
+                                           servers[i].len, servers[i].first,
+                                           servers[i].first ? false : true));
+        char p[16];
+        port_str(p, sizeof p, st.port);
+        struct tide_test_prog_run r =
+            RUN(30000, "--port", p, "--seconds", "20");
+        tide_test_stranger_stop(&st);
+        EXPECT(r, 1, "stopped: the server does not speak Redis",
+               "Protocol error", servers[i].said, "(TIDE_REDIS_EPROTOCOL)");
+        tide_test_prog_expect_soon(&r, 5000);
+    }
+}
+END_TEST
+
+/* A server that accepts and closes at once (one at its limit, one going
+ * down): no single failure says it is hopeless, so the run goes on until
+ * every request in flight failed twice in a row, and stops then. */
+START_TEST(a_failure_that_repeats_stops_the_run)
+{
+    struct tide_test_stranger st;
+    ck_assert(tide_test_stranger_start(&st, "", 0, true, true));
+    char p[16];
+    port_str(p, sizeof p, st.port);
+    struct tide_test_prog_run r =
+        RUN(30000, "--port", p, "-c", "4", "--seconds", "20");
+    tide_test_stranger_stop(&st);
+    EXPECT(r, 1,
+           "stopped: the failure repeats (8 answers in a row, none good)");
+    tide_test_prog_expect_soon(&r, 5000);
+    ck_assert_int_ge(st.accepted, 2);
 }
 END_TEST
 
@@ -247,7 +355,12 @@ static Suite *make_suite(void)
     tcase_add_test(tc, good_numbers_run);
     tcase_add_test(tc, missing_cacert_named);
     tcase_add_test(tc, help_says_options_exit_0);
-    tcase_add_test(tc, unix_socket_missing_says_why);
+    tcase_add_test(tc, refused_port_stops_at_once);
+    tcase_add_test(tc, unix_socket_missing_stops_at_once);
+    tcase_add_test(tc, unix_path_not_a_socket_stops_at_once);
+    tcase_add_test(tc, unix_socket_nobody_listens_stops_at_once);
+    tcase_add_test(tc, not_redis_stops_at_once);
+    tcase_add_test(tc, a_failure_that_repeats_stops_the_run);
     tcase_add_test(tc, tls_to_plain_port_says_why);
     tcase_add_test(tc, queue_full_said_once_and_stops);
     tcase_add_test(tc, wrong_password_says_wrongpass);

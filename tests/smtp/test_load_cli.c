@@ -2,20 +2,20 @@
  * number it reads is read whole and a bad one is refused by name (exit 2),
  * as are --cacert and --name without --starttls; a run that fails says
  * why, with the sender's own code named (a 421 greeting, a server that
- * never greets); an early exit (a certificate file that is not there)
- * frees what it made. The program is built from demos/smtp/smtp_load.c
+ * never greets); a run that cannot succeed (nothing listens, a server
+ * that is not SMTP, a failure that repeats) stops with the cause rather
+ * than waiting out --seconds; an early exit (a certificate file that is not
+ * there) frees what it made. The program is built from demos/smtp/smtp_load.c
  * beside this test (its path is argv[1]), with the same sanitizers: under
  * AddressSanitizer a leak on any of these paths makes its exit nonzero. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fixture.h"
 #include "load_child.h"
+#include "stranger.h"
 
 static const char *prog; /* the smtp_load under test */
 
@@ -87,33 +87,80 @@ START_TEST(greeting_421_is_named)
 }
 END_TEST
 
-/* A port that takes connections (the kernel's backlog) and never says a
- * word, as a server of another protocol does; the listener's descriptor. */
-static int silent_listener(int *port)
+START_TEST(refused_port_stops_at_once)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port, fd = tide_test_refusing_port(&port);
     ck_assert_int_ge(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(fd, 16), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-START_TEST(silent_server_says_why)
-{
-    int port, fd = silent_listener(&port);
     char p[16];
     snprintf(p, sizeof p, "%d", port);
-    /* the greeting's wait ends at the setup timeout, 5 s */
-    struct tide_test_prog_run r =
-        RUN(30000, "--port", p, "-n", "5", "--seconds", "8");
+    struct tide_test_prog_run r = RUN(40000, "--port", p, "--seconds", "30");
     close(fd);
-    EXPECT(r, 1, "first error (in the warm-up)", "no answer",
-           "(TIDE_ESETUP_TIMEOUT)");
+    EXPECT(r, 1, "stopped: nothing listens there", "Connection refused",
+           "(TIDE_EREFUSED)");
+    tide_test_prog_expect_soon(&r, 5000);
+}
+END_TEST
+
+/* A server that greets in another protocol, or with garbage: no retry
+ * makes it SMTP. */
+START_TEST(not_smtp_stops_at_once)
+{
+    static const char *const greetings[] = {
+        "SSH-2.0-OpenSSH_9.2\r\n",
+        "\x16\x03\x01garbage\r\n",
+    };
+    for (size_t i = 0; i < sizeof greetings / sizeof greetings[0]; i++) {
+        struct tide_test_stranger st;
+        ck_assert(tide_test_stranger_start(&st, greetings[i],
+                                           strlen(greetings[i]), true, false));
+        char p[16];
+        snprintf(p, sizeof p, "%d", st.port);
+        struct tide_test_prog_run r =
+            RUN(40000, "--port", p, "--seconds", "30");
+        tide_test_stranger_stop(&st);
+        EXPECT(r, 1, "stopped: the server does not speak SMTP",
+               "(TIDE_SMTP_EPROTOCOL)");
+        tide_test_prog_expect_soon(&r, 5000);
+    }
+}
+END_TEST
+
+/* An HTTP server waits for a request and an SMTP client for a greeting:
+ * nothing is said until the greeting's wait ends (the setup timeout,
+ * 5 s). One such wait is not proof (a server can be slow); the run stops
+ * when it repeats: with -c 1, at the second, after about 10 s. */
+START_TEST(silent_server_stops_when_it_repeats)
+{
+    struct tide_test_stranger st;
+    ck_assert(tide_test_stranger_start(
+        &st, TIDE_TEST_HTTP_400, sizeof TIDE_TEST_HTTP_400 - 1, false, true));
+    char p[16];
+    snprintf(p, sizeof p, "%d", st.port);
+    struct tide_test_prog_run r =
+        RUN(40000, "--port", p, "-n", "5", "--seconds", "30");
+    tide_test_stranger_stop(&st);
+    EXPECT(r, 1, "stopped: the failure repeats (2 answers in a row, none good)",
+           "no answer", "(TIDE_ESETUP_TIMEOUT)",
+           "first error (in the warm-up)");
+    tide_test_prog_expect_soon(&r, 15000);
+    ck_assert_int_ge(r.ms, 9000); /* two waits of 5 s */
+}
+END_TEST
+
+/* A server that accepts and closes at once: stopped once every message
+ * in flight failed twice in a row. */
+START_TEST(a_failure_that_repeats_stops_the_run)
+{
+    struct tide_test_stranger st;
+    ck_assert(tide_test_stranger_start(&st, "", 0, true, true));
+    char p[16];
+    snprintf(p, sizeof p, "%d", st.port);
+    struct tide_test_prog_run r =
+        RUN(40000, "--port", p, "-c", "3", "--seconds", "30");
+    tide_test_stranger_stop(&st);
+    EXPECT(r, 1,
+           "stopped: the failure repeats (6 answers in a row, none good)");
+    tide_test_prog_expect_soon(&r, 5000);
 }
 END_TEST
 
@@ -127,7 +174,10 @@ static Suite *make_suite(void)
     tcase_add_test(tc, good_run);
     tcase_add_test(tc, missing_cacert_frees_everything);
     tcase_add_test(tc, greeting_421_is_named);
-    tcase_add_test(tc, silent_server_says_why);
+    tcase_add_test(tc, refused_port_stops_at_once);
+    tcase_add_test(tc, not_smtp_stops_at_once);
+    tcase_add_test(tc, silent_server_stops_when_it_repeats);
+    tcase_add_test(tc, a_failure_that_repeats_stops_the_run);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -98,6 +98,67 @@ START_TEST(what_is_not_smtp_is_refused)
 }
 END_TEST
 
+/* A line of the longest length allowed is read whatever the reads it
+ * comes in: cut between its CR and its LF, the CR held alone was taken for
+ * a byte of the line, which was then one too long (found by
+ * fuzz_smtp_reply). */
+START_TEST(a_line_at_the_limit_is_read_when_cut_in_its_crlf)
+{
+    size_t n = TIDE__SMTP_LINE + 2;
+    char *line = malloc(n + 1);
+    memset(line, 'x', n);
+    memcpy(line, "250 ", 4);
+    memcpy(line + n - 2, "\r\n", 3);
+    for (size_t cut = n - 3; cut <= n; cut++) {
+        struct evbuffer *in = evbuffer_new();
+        struct tide__smtp_reply r;
+        tide__smtp_reply_clear(&r);
+        evbuffer_add(in, line, cut);
+        ck_assert_msg(tide__smtp_reply_read(in, &r) == (cut == n ? 1 : 0),
+                      "cut after %zu of %zu bytes", cut, n);
+        if (cut < n)
+            ck_assert_int_eq(feed(in, &r, line + cut), 1);
+        ck_assert_int_eq(r.code, 250);
+        evbuffer_free(in);
+    }
+    /* one byte more is refused, cut anywhere */
+    line = realloc(line, n + 2);
+    memset(line + n - 2, 'x', 1);
+    memcpy(line + n - 1, "\r\n", 3);
+    for (size_t cut = n - 2; cut <= n + 1; cut++) {
+        struct evbuffer *in = evbuffer_new();
+        struct tide__smtp_reply r;
+        tide__smtp_reply_clear(&r);
+        evbuffer_add(in, line, cut);
+        int first = tide__smtp_reply_read(in, &r);
+        ck_assert_msg(first == -1 ||
+                          (first == 0 && feed(in, &r, line + cut) == -1),
+                      "cut after %zu of %zu bytes", cut, n + 1);
+        evbuffer_free(in);
+    }
+    free(line);
+}
+END_TEST
+
+/* A reply of more lines than TIDE__SMTP_LINES is not one a client waits
+ * through (its line count was an int that a server could run past). */
+START_TEST(a_reply_past_its_line_count_is_refused)
+{
+    for (int extra = 0; extra <= 1; extra++) {
+        struct evbuffer *in = evbuffer_new();
+        struct tide__smtp_reply r;
+        tide__smtp_reply_clear(&r);
+        for (int i = 1; i < TIDE__SMTP_LINES + extra; i++)
+            evbuffer_add(in, "250-x\r\n", 7);
+        int rc = feed(in, &r, "250 end\r\n");
+        ck_assert_int_eq(rc, (extra ? -1 : 1));
+        if (!extra)
+            ck_assert_int_eq(r.lines, TIDE__SMTP_LINES);
+        evbuffer_free(in);
+    }
+}
+END_TEST
+
 START_TEST(long_text_is_cut_not_overrun)
 {
     struct evbuffer *in = evbuffer_new();
@@ -160,6 +221,8 @@ static Suite *suite(void)
     tcase_add_test(tc, multi_line_reply_split_over_reads_with_extensions);
     tcase_add_test(tc, the_first_line_is_no_extension_and_old_auth_is_read);
     tcase_add_test(tc, what_is_not_smtp_is_refused);
+    tcase_add_test(tc, a_line_at_the_limit_is_read_when_cut_in_its_crlf);
+    tcase_add_test(tc, a_reply_past_its_line_count_is_refused);
     tcase_add_test(tc, long_text_is_cut_not_overrun);
     tcase_add_test(tc, data_ends_every_line_in_crlf_and_stuffs_dots);
     tcase_add_test(tc, data_too_large_to_double_is_refused);

@@ -75,6 +75,7 @@ bool tide_test_prog_run(const char *const *argv, const char *const *env, int ms,
         return false;
     }
     fflush(NULL);
+    int64_t t0 = tide_test_now_ms();
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_RDONLY);
@@ -103,6 +104,7 @@ bool tide_test_prog_run(const char *const *argv, const char *const *env, int ms,
         }
         usleep(5000);
     }
+    r->ms = tide_test_now_ms() - t0;
     if (ran) {
         slurp(fileno(out), r->out, sizeof r->out);
         r->err_lines = slurp(fileno(err), r->err, sizeof r->err);
@@ -137,6 +139,13 @@ void tide_test_prog_expect(const struct tide_test_prog_run *r, int code,
     for (size_t i = 0; words[i]; i++)
         ck_assert_msg(strstr(r->err, words[i]), "no '%s' in stderr:\n%.1500s",
                       words[i], r->err);
+}
+
+void tide_test_prog_expect_soon(const struct tide_test_prog_run *r, int ms)
+{
+    ck_assert_msg(r->ms < ms, "ran %lld ms, not under %d; stderr:\n%.1500s",
+                  (long long)r->ms, ms, r->err);
+    ck_assert_msg(!strstr(r->err, "out of time"), "stderr:\n%.1500s", r->err);
 }
 
 int tide_test_count(const char *text, const char *word)

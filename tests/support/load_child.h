@@ -10,6 +10,7 @@
 
 #include <event2/event.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "load.h"
 
@@ -30,6 +31,7 @@ struct tide_test_prog_run {
     char out[4096]; /* its stdout, NUL-terminated (cut beyond) */
     char err[8192]; /* its stderr, NUL-terminated (cut beyond) */
     int err_lines;  /* lines on stderr, all of them (not only those kept) */
+    int64_t ms;     /* how long it ran */
 };
 
 /* Runs argv (argv[0] a path) to its end, at most ms (then SIGKILL and
@@ -49,6 +51,10 @@ struct tide_test_prog_run tide_test_prog(const char *prog,
  * words (NULL-terminated). */
 void tide_test_prog_expect(const struct tide_test_prog_run *r, int code,
                            const char *const *words);
+/* Asserts that r ended by itself within ms: a load program that gave up
+ * on a run that cannot succeed, not one that waited out its --seconds
+ * (no "out of time" on its stderr). */
+void tide_test_prog_expect_soon(const struct tide_test_prog_run *r, int ms);
 /* How often word is in text. */
 int tide_test_count(const char *text, const char *word);
 
