@@ -123,7 +123,7 @@ ORDER = ["total", "recvfrom", "recvfrom.peek", "recvfrom.peek.empty",
          "epoll_ctl", "ioctl", "ioctl.FIONREAD"]
 HEADS = {"total": "all", "recvfrom.peek": "peek",
          "recvfrom.peek.empty": "empty", "ioctl.FIONREAD": "FIONREAD"}
-SHOWN = 0.005  # smaller figures go into "other"
+SHOWN = 0.02  # syscalls that never reach this a request go into "other"
 
 
 def load(path):
@@ -140,40 +140,42 @@ def median_pass(passes):
 
 def table(title, rows):
     """Prints ROWS, (label, [strace figures of each pass], perf figures or
-    None) each: the median pass by syscall, the range of the passes'
-    totals, and perf's figures."""
+    None) each: the median pass's total, the range of the passes' totals
+    and perf's figures first, then the median pass by syscall."""
     shown = [(label, median_pass(passes), passes, pf) for label, passes, pf in rows]
-    keys = [k for k in ORDER if any(st.get(k, 0) >= SHOWN for _, st, _, _ in shown)]
+    keys = [k for k in ORDER[1:] if any(st.get(k, 0) >= SHOWN for _, st, _, _ in shown)]
     keys += sorted({k for _, st, _, _ in shown for k, v in st.items()
                     if k not in ORDER and v >= SHOWN and "." not in k})
-    plain = [k for k in keys if "." not in k and k != "total"]
+    plain = [k for k in keys if "." not in k]
     width = max(len(label) for label, _, _, _ in shown)
     several = any(len(passes) > 1 for _, _, passes, _ in shown)
     have_perf = any(pf for _, _, _, pf in shown)
     heads = [HEADS.get(k, k) for k in keys] + ["other"]
-    line = "%-*s" % (width, "") + "".join(" %*s" % (max(len(h), 5), h) for h in heads)
+    line = "%-*s %6s" % (width, "", "all")
     if several:
-        line += "  %-11s" % "all, range"
+        line += " %11s" % "range"
     if have_perf:
-        line += " | under wrk:   all  peek FIONREAD"
+        line += " | perf: %5s %5s %8s" % ("all", "peek", "FIONREAD")
+    line += " | " + " ".join("%*s" % (max(len(h), 5), h) for h in heads)
     print(title)
     print(line)
     for label, st, passes, pf in shown:
-        other = st.get("total", 0) - sum(st.get(k, 0) for k in plain)
-        # a difference of two runs may leave -0.0001 where nothing was
-        cells = [max(st.get(k, 0), 0) for k in keys] + [max(other, 0)]
-        out = "%-*s" % (width, label) + "".join(
-            " %*.2f" % (max(len(h), 5), v) for h, v in zip(heads, cells))
+        total = st.get("total", 0)
+        out = "%-*s %6.2f" % (width, label, total)
         if several:
             totals = [p.get("total", 0) for p in passes]
-            out += "  %-11s" % ("%.2f-%.2f" % (min(totals), max(totals)))
+            out += " %11s" % ("%.2f-%.2f" % (min(totals), max(totals)))
         if have_perf:
             if pf:
-                out += " |            %5.2f %5.2f %8.2f" % (
+                out += " |       %5.2f %5.2f %8.2f" % (
                     pf.get("total", 0), pf.get("recvfrom.peek", 0),
                     pf.get("ioctl.FIONREAD", 0))
             else:
-                out += " |                -     -        -"
+                out += " |       %5s %5s %8s" % ("-", "-", "-")
+        other = total - sum(st.get(k, 0) for k in plain)
+        # a difference of two runs may leave -0.0001 where nothing was
+        cells = [max(st.get(k, 0), 0) for k in keys] + [max(other, 0)]
+        out += " | " + " ".join("%*.2f" % (max(len(h), 5), v) for h, v in zip(heads, cells))
         print(out)
 
 
