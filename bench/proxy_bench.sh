@@ -139,11 +139,8 @@ wait_port() {
     done
 }
 
-# perf can count syscall tracepoints here (root, linux-perf, tracefs)
 PERF=0
-if command -v perf >/dev/null 2>&1 &&
-    "$PYTHON" "$HERE/syscalls.py" perfstat "$DIR/probe.csv" -- true >/dev/null 2>&1 &&
-    "$PYTHON" "$HERE/syscalls.py" perf "$DIR/probe.json" 1 "$DIR/probe.csv" 2>/dev/null; then
+if "$PYTHON" "$HERE/syscalls.py" perfworks 2>/dev/null; then
     PERF=1
 fi
 [ $QUICK -eq 0 ] || PERF=0

@@ -188,11 +188,8 @@ for pass in $(seq "$PASSES"); do
         done
     done
 done
-# perf can count syscall tracepoints here (root, linux-perf, tracefs)
 PERF=0
-if [ $QUICK -eq 0 ] && command -v perf >/dev/null 2>&1 &&
-    "$PYTHON" "$HERE/syscalls.py" perfstat "$DIR/probe.csv" -- true >/dev/null 2>&1 &&
-    "$PYTHON" "$HERE/syscalls.py" perf "$DIR/probe.json" 1 "$DIR/probe.csv" 2>/dev/null; then
+if [ $QUICK -eq 0 ] && "$PYTHON" "$HERE/syscalls.py" perfworks 2>/dev/null; then
     PERF=1
     for op in GET SET; do
         for count in $((10 * SYS_N)) $((10 * SYS_N2)); do

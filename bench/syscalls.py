@@ -5,6 +5,7 @@
     syscalls.py perf OUT N PERF_CSV [N2 PERF_CSV2]
     syscalls.py table TITLE LABEL=STRACE_OUT[+STRACE_OUT...][,PERF_OUT] ...
     syscalls.py perfstat PERF_CSV (-p PID | -- COMMAND...)
+    syscalls.py perfworks
 
 `strace` reads a trace written by `strace -f -o TRACE` (default decoding,
 so that flags are named) and writes to OUT each syscall's count divided by
@@ -22,6 +23,10 @@ MSG_PEEK, the ioctls with FIONREAD.
 `perfstat` runs `perf stat -x,` over PERF_EVENTS into PERF_CSV, in this
 process (its pid is perf's: SIGINT ends an attached count).
 
+`perfworks` exits 0 when perf can count PERF_EVENTS here (it needs
+linux-perf, the syscall tracepoints and the right to read them: root),
+1 otherwise.
+
 `table` prints one row a LABEL: every syscall, the peeks and FIONREADs
 apart, of the median of the strace passes given, the range of their
 totals, and the perf figures when given.
@@ -29,7 +34,9 @@ totals, and the perf figures when given.
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 from collections import Counter
 
 MSG_PEEK = 0x2
@@ -179,16 +186,28 @@ def table(title, rows):
         print(out)
 
 
+# each mode with the fewest arguments it takes after its name
+MODES = {"strace": 3, "perf": 3, "perfworks": 0, "table": 2, "perfstat": 2}
+
+
 def main():
-    if len(sys.argv) < 3:
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    if mode not in MODES or len(sys.argv) - 2 < MODES[mode]:
         sys.stderr.write(__doc__)
         sys.exit(2)
-    mode = sys.argv[1]
     if mode in ("strace", "perf"):
         read = strace_counts if mode == "strace" else perf_counts
         figures = per_request(read, sys.argv[3:])
         with open(sys.argv[2], "w") as f:
             json.dump(figures, f)
+    elif mode == "perfworks":
+        with tempfile.TemporaryDirectory() as d:
+            csv = os.path.join(d, "probe.csv")
+            argv = [sys.executable, os.path.abspath(__file__), "perfstat", csv, "--", "true"]
+            ran = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if ran.returncode != 0 or not os.path.exists(csv):
+                sys.exit(1)
+            perf_counts(csv)  # exits 1 when perf counted nothing
     elif mode == "table":
         rows = []
         for arg in sys.argv[3:]:
@@ -202,10 +221,10 @@ def main():
         argv = ["perf", "stat", "-x,", "-o", sys.argv[2]]
         for _, event, flt in PERF_EVENTS:
             argv += ["-e", event] + (["--filter", flt] if flt else [])
-        os.execvp("perf", argv + sys.argv[3:])
-    else:
-        sys.stderr.write(__doc__)
-        sys.exit(2)
+        try:
+            os.execvp("perf", argv + sys.argv[3:])
+        except OSError as e:
+            fail("perf: %s" % e)
 
 
 if __name__ == "__main__":
