@@ -140,10 +140,9 @@ wait_port() {
 }
 
 PERF=0
-if "$PYTHON" "$HERE/syscalls.py" perfworks 2>/dev/null; then
+if [ $QUICK -eq 0 ] && "$PYTHON" "$HERE/syscalls.py" perfworks 2>/dev/null; then
     PERF=1
 fi
-[ $QUICK -eq 0 ] || PERF=0
 
 # ns of CPU a process has used, all its threads: the scheduler's own
 # figure when the kernel keeps it, else utime + stime in clock ticks
