@@ -22,6 +22,7 @@ POOLS = (32, 128)
 PEERS = (("nginx", "nginx keepalive N"), ("haproxy", "HAProxy maxconn N"))
 GOAL_RATIO = 1.10
 GOAL_SYSCALLS = 4.2
+STEADY = 0.15  # a cell whose runs spread wider was measured on a busy machine
 COLUMNS = ("rps", "p50", "p99", "new", "bad", "wrk", "proxy", "origin", "share")
 
 
@@ -61,6 +62,12 @@ def med(runs, col):
 
 def paired(runs, peer_runs, col):
     return median(a[col] / b[col] for a, b in zip(runs, peer_runs))
+
+
+def spread(runs):
+    """(max - min) / median of a cell's req/s."""
+    rps = [r["rps"] for r in runs]
+    return (max(rps) - min(rps)) / median(rps)
 
 
 def verdict(ratio, paired_ratio):
@@ -126,6 +133,11 @@ def main():
             else:
                 sys_cell = "-"
             print(fmt % (n, "c%d" % c, ratios[0], ratios[1], sys_cell, "  ".join(costs)))
+    widest = max(spread(r) for r in cells.values())
+    if widest > STEADY:
+        print("caution: the runs of a cell spread by up to %.0f%% (the last table): the req/s and "
+              "their ratios\nmove with whatever else the machine ran; proxy/rest and the syscall "
+              "counts hold better" % (100 * widest))
 
     for c in conns:
         rows = []
@@ -165,8 +177,7 @@ def main():
     for c in conns:
         for v in variants():
             rps = [x["rps"] for x in cells[v, c]]
-            spread = (max(rps) - min(rps)) / median(rps)
-            print("c%-4d %-20s %5.1f%%  %s" % (c, label(v), 100 * spread,
+            print("c%-4d %-20s %5.1f%%  %s" % (c, label(v), 100 * spread(cells[v, c]),
                                              " ".join("%.0f" % x for x in rps)))
 
 

@@ -131,6 +131,9 @@ bench() { # name op conc count [extra]
         awk -F, 'NR==2 {gsub(/"/,"",$2); print $2}' >>"$DIR/$name"
 }
 
+# what else the machine was doing: figures taken under another load are
+# lower all round, and their ratios less steady
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 for run in $(seq "$RUNS"); do
     for op in GET SET; do
         for c in 1 10 50; do
@@ -218,6 +221,7 @@ paired() {
 
 echo "redis_bench: $RUNS runs interleaved, $N requests a cell ($NEW_N with a new connection per request), $PINNED"
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(nproc) CPUs"
+echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 printf "%-4s %-4s %10s %9s %9s %8s %10s %10s %7s %7s\n" \
     op conc tide_rps p50_us p99_us conn/1k "-k 1 rps" "-k 0 rps" "/ -k 1" "/ -k 0"
 for op in GET SET; do
