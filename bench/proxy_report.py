@@ -110,12 +110,13 @@ def main():
     print("the goals: tidepool's req/s over each peer's >= %.2f, as the ratio of the medians"
           % GOAL_RATIO)
     print("and the median of the run-by-run ratios (met: both are; unclear: one is);")
-    print("syscalls a proxied request <= %.1f (strace, below); CPU: tidepool's proxy/rest"
+    print("syscalls a proxied request <= %.1f (strace, below; perf's count beside it when"
           % GOAL_SYSCALLS)
-    print("over the peer's, paired run by run (below 1: tidepool costs less a request)")
-    fmt = "%-5s %-5s %-25s %-25s %-14s %s"
+    print("taken); CPU: tidepool's proxy/rest over the peer's, paired run by run (below 1:")
+    print("tidepool costs less a request)")
+    fmt = "%-5s %-5s %-25s %-25s %-20s %s"
     print(fmt % ("pool", "conn", "over nginx keepalive N", "over HAProxy maxconn N",
-                 "syscalls/req", "CPU: over nginx, HAProxy"))
+                 "syscalls/req (perf)", "CPU: over nginx, HAProxy"))
     for n in POOLS:
         for c in conns:
             tide = cells["tide%d" % n, c]
@@ -132,6 +133,9 @@ def main():
                 sys_cell = "%.2f %s" % (total, "met" if total <= GOAL_SYSCALLS else "above")
             else:
                 sys_cell = "-"
+            pf = os.path.join(d, "perf-tide%d-c%d.json" % (n, c))
+            if os.path.exists(pf):
+                sys_cell += " (%.2f)" % syscalls.load(pf).get("total", 0)
             print(fmt % (n, "c%d" % c, ratios[0], ratios[1], sys_cell, "  ".join(costs)))
     widest = max(spread(r) for r in cells.values())
     if widest > STEADY:
