@@ -15,8 +15,8 @@ static const struct error_entry errors[] = {
      "invalid argument: a required pointer is NULL or a value is out of range"},
     {TIDE_ENOMEM, "TIDE_ENOMEM", "out of memory"},
     {TIDE_ELIMITS, "TIDE_ELIMITS",
-     "invalid limits: size, idle, keep and life must be >= 0 and spread within "
-     "[0, 1]"},
+     "invalid limits: size, idle, keep and life must be >= 0, spread within "
+     "[0, 1], streams within [0, 65535] and sharing pack or spread"},
     {TIDE_EBREAKER, "TIDE_EBREAKER",
      "invalid breaker options: k >= 1, window, cooldown, strikes and probes >= "
      "0, a known policy, and a strategy with report_success, report_failure "

@@ -62,7 +62,7 @@ extern "C" {
 enum tide_error {
     TIDE_EINVAL = -1,   /* an argument is NULL or out of range */
     TIDE_ENOMEM = -2,   /* an allocation failed */
-    TIDE_ELIMITS = -3,  /* limits: a negative value or spread outside [0, 1] */
+    TIDE_ELIMITS = -3,  /* limits: a value out of its range */
     TIDE_EBREAKER = -4, /* breaker options out of range */
     TIDE_EBUCKET = -5,  /* bucket options out of range */
     TIDE_EBACKOFF = -6, /* backoff options out of range */
@@ -91,6 +91,28 @@ TIDE_API const char *tide_version(void);
 
 /* ---- limits ----------------------------------------------------------- */
 
+/* Which resource a shared loan goes to, when several have room for one
+ * more (streams > 1). Both lend a resource that has loans but room for
+ * another before they ask for a MAKE; among those with equal loans the one
+ * that came to that count last goes first, as the idle ones go newest
+ * first (the warmest). */
+enum tide_sharing {
+    /* The busiest resource with room: each is filled before the next is
+     * used, so the fewest stay open and the rest go idle and retire by
+     * keep. An idle one is lent only when none with loans has room. What
+     * HTTP/2 clients do (Envoy, Go's transport): streams are cheap, and
+     * connections are what the server limits. */
+    TIDE_SHARING_PACK = 0,
+    /* The least busy: an idle one first, else the one with the fewest
+     * loans, so borrowers queue behind as few others on one connection as
+     * can be: what a protocol answering in order wants (Redis, where a
+     * slow reply holds up every reply behind it). */
+    TIDE_SHARING_SPREAD,
+};
+
+/* The most loans one resource may carry (limits.streams). */
+#define TIDE_STREAMS_MAX 65535
+
 /* The limits a pool holds itself to. A zero field takes the preset, so
  * TIDE_LIMITS(.size = 20) is "the presets, with size 20" in one expression
  * (every field reads back resolved), TIDE_LIMITS(0) is all the presets, and
@@ -114,6 +136,16 @@ struct tide_limits {
                       this fraction, drawn from its MAKE's roll, so a pool
                       filled in one burst does not expire in one burst.
                       [0, 1]; preset 0. */
+    int64_t streams; /* how many loans one resource may carry at once: the
+                        streams of an HTTP/2 connection, the requests
+                        pipelined on one Redis connection. Each resource's
+                        own can be lowered at run time (a server's
+                        SETTINGS), never raised past this: see "Shared
+                        loans" below. 1 to TIDE_STREAMS_MAX. Preset 1: one
+                        borrower at a time, the pool as it always was. */
+    enum tide_sharing sharing; /* which resource takes the next shared
+                                  loan; preset TIDE_SHARING_PACK. Unused
+                                  with streams 1. */
 };
 
 #define TIDE_LIMITS(...) tide_limits_resolve((struct tide_limits){__VA_ARGS__})
@@ -132,8 +164,33 @@ struct tide_limits {
 
 /* The limits with every zero field replaced by its preset. */
 TIDE_API struct tide_limits tide_limits_resolve(struct tide_limits limits);
-/* 0 when the limits are valid, TIDE_ELIMITS otherwise. */
+/* 0 when the limits are valid, TIDE_ELIMITS otherwise: a negative value,
+ * spread outside [0, 1], streams above TIDE_STREAMS_MAX or an unknown
+ * sharing. */
 TIDE_API int tide_limits_check(const struct tide_limits *limits);
+/* Whether two sets of limits hold a pool to the same: compared field by
+ * field once resolved, so a zero and the preset it stands for are equal
+ * (TIDE_LIMITS_INIT(0) equals TIDE_LIMITS(.size = 10)). NULL stands for the
+ * presets, as at tide_pool_new. A NaN spread equals nothing. */
+TIDE_API bool tide_limits_equal(const struct tide_limits *a,
+                                const struct tide_limits *b);
+TIDE_API bool tide_limits_not_equal(const struct tide_limits *a,
+                                    const struct tide_limits *b);
+/* The limits as a person reads them, every field by name and resolved (a
+ * zero prints as the preset it stands for, never as a 0 that would read as
+ * "none"), for a log line or a simulator's header:
+ *   size=10 idle=10 keep=30min life=forever spread=0 streams=1 sharing=pack
+ * TIDE_UNLIMITED prints as "unlimited" and TIDE_FOREVER as "forever"; a span
+ * in the largest unit it is a whole number of (h, min, s, ms, us, ns), so
+ * the text is exact; spread to nine decimals. Writes at most len bytes,
+ * the text cut short if need be and always ended by a NUL when len > 0 (buf
+ * may be NULL when len is 0), and returns the length of the whole text
+ * without the NUL, as snprintf does: at most TIDE_LIMITS_TEXT - 1, so a
+ * buffer of TIDE_LIMITS_TEXT always holds it. TIDE_EINVAL for NULL limits.
+ * It draws on no printf, so a core built for WebAssembly stays small. */
+#define TIDE_LIMITS_TEXT 192
+TIDE_API int tide_limits_format(const struct tide_limits *limits, char *buf,
+                                size_t len);
 
 /* ---- jitter and backoff ----------------------------------------------- */
 
