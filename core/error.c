@@ -43,6 +43,10 @@ static const struct error_entry errors[] = {
     {TIDE_EGATE, "TIDE_EGATE", "gate left more often than it was entered"},
     {TIDE_ENOTIDLE, "TIDE_ENOTIDLE",
      "the resource is not idle in this pool (lent, held or being made)"},
+    {TIDE_ENOTLENT, "TIDE_ENOTLENT",
+     "no loan of the resource is out (it is idle or held for a check)"},
+    {TIDE_ESHARED, "TIDE_ESHARED",
+     "other loans of the resource are out: it cannot be made exclusive"},
     /* evloop */
     {-20, "TIDE_ETIMEDOUT", "timed out waiting for a resource"},
     {-21, "TIDE_EUNAVAILABLE",

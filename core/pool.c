@@ -2,14 +2,26 @@
  *
  * Every resource, and every reservation being made, has a slot:
  *   idle      item set, in the idle stack, link == its place there
- *   lent      item set, link == LENT
- *   held      item set, link == HELD (aside for a check)
+ *   lent      item set, link == LENT (streams 1: its one loan)
+ *   shared    item set, link == SHARED (streams > 1: one loan or more,
+ *             counted in the shares; in a room while it has room for one
+ *             more and has not outlived its life)
+ *   alone     item set, link == ALONE (streams > 1: one exclusive loan)
+ *   broken    item set, link == BROKEN: loans out, no new one; it leaves
+ *             the books when the last comes back
+ *   drained   item set, link == DRAINED: the same, for a capacity set to 0
+ *             (a server going away, no failure)
+ *   held      item set, link == HELD (aside for a check), or HELD_DRAINED
+ *             once drained meanwhile: it leaves when the check gives it back
  *   reserved  item NULL, on the reservation queue (FIFO, linked through
  *             link), dies holds its spread life until made() turns it into
  *             a deadline
  *   free      item NULL, on the free list through link
  * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
- * with the map, 40 to 48 bytes a slot.
+ * with the map, 40 to 48 bytes a slot. A pool with streams > 1 keeps a
+ * share record per slot beside them (shares.h, 12 bytes); one with streams
+ * 1 keeps none, and its paths are the ones it always had: a check of
+ * `shared` sends the others away from them.
  *
  * The idle ones are a stack of slot numbers, oldest at the bottom, newest
  * (the next lent) at the top, rather than a list linked through the slots:
@@ -29,24 +41,32 @@
 
 #include "core_internal.h"
 #include "itemmap.h"
+#include "shares.h"
 
-#define NIL  UINT32_MAX /* no slot; in the stack, a hole */
-#define LENT (UINT32_MAX - 1)
-#define HELD (UINT32_MAX - 3)
+#define NIL          UINT32_MAX /* no slot; in the stack, a hole */
+#define LENT         (UINT32_MAX - 1)
+#define SHARED       (UINT32_MAX - 2)
+#define HELD         (UINT32_MAX - 3)
+#define ALONE        (UINT32_MAX - 4)
+#define BROKEN       (UINT32_MAX - 5)
+#define DRAINED      (UINT32_MAX - 6)
+#define HELD_DRAINED (UINT32_MAX - 7) /* the lowest state: see out() */
 
 /* A finite size up to this is allocated whole at creation, so take and give
  * never allocate; beyond it (or unlimited) the books grow by doubling. */
 #define PREALLOC_MAX (INT64_C(1) << 20)
 #define GROW_FIRST   64
-#define SLOTS_MAX    (UINT32_MAX - 4)
+#define SLOTS_MAX    (UINT32_MAX - 8)
 
 struct slot {
     void *item;
     int64_t dies;   /* when life retires it (TIDE_FOREVER: never) */
-    int64_t since;  /* idle: when it came back; lent: when it was lent;
+    int64_t since;  /* idle: when it came back; lent: when it was lent,
+                       with shared loans the mean of their starts;
                        reserved: when the MAKE was answered */
-    uint32_t link;  /* idle: its place in the stack; LENT; HELD; reserved:
-                       the next reservation; free: the next free slot */
+    uint32_t link;  /* idle: its place in the stack; a state (LENT, HELD,
+                       ...); reserved: the next reservation; free: the next
+                       free slot */
     uint32_t stack; /* the idle stack's entry at place (this slot's number) */
 };
 
@@ -69,10 +89,14 @@ struct tide_pool {
     uint32_t idle_top;
     struct list reserved; /* head: oldest reservation */
     int64_t idle_count;
-    int64_t busy_count; /* lent, held and reserved */
-    int64_t held_count; /* of those, held: no shedder ticket */
+    int64_t busy_count;     /* resources lent, held and reserved */
+    int64_t held_count;     /* of those, held: no shedder ticket */
+    int64_t reserved_count; /* of those, reserved */
+    int64_t extra_loans;    /* loans beyond the first of each resource */
     struct tide__itemmap map;
     bool closed;
+    bool shared; /* streams > 1: the shares are kept */
+    struct tide__shares shares;
 
     bool has_breaker;
     bool has_bucket;
@@ -235,6 +259,9 @@ TIDE__NOINLINE static int grow(struct tide_pool *p, uint32_t capacity)
     tide__itemmap_bind(&p->map, slots, sizeof *slots);
     if (tide__itemmap_reserve(&p->map, capacity) != 0)
         return TIDE_ENOMEM; /* slots stay valid; the map keeps its size */
+    if (p->shared &&
+        tide__shares_reserve(&p->shares, p->capacity, capacity) != 0)
+        return TIDE_ENOMEM; /* likewise */
     chain_free(p, p->capacity, capacity);
     p->capacity = capacity; /* the stack's places stay where they are */
     return 0;
@@ -285,6 +312,15 @@ static uint32_t seek(const struct tide_pool *p, const void *item)
 
 /* ---- creation ---- */
 
+/* The most loans the pool may have out at once: the shedder's ceiling on
+ * work in flight starts there, as every loan is a caller's request. */
+static int64_t loans_most(const struct tide_limits *l)
+{
+    if (l->size == TIDE_UNLIMITED || l->size > TIDE_UNLIMITED / l->streams)
+        return TIDE_UNLIMITED;
+    return l->size * l->streams;
+}
+
 static int build_ward(struct tide_pool *p, const struct tide_ward *w,
                       int64_t now)
 {
@@ -316,7 +352,7 @@ static int build_ward(struct tide_pool *p, const struct tide_ward *w,
         int rc = tide__shedder_check(&o);
         if (rc)
             return rc;
-        tide__shedder_init(&p->shedder, &o, p->limits.size);
+        tide__shedder_init(&p->shedder, &o, loans_most(&p->limits));
         p->has_shedder = true;
     }
     return 0;
@@ -356,6 +392,13 @@ int tide_pool_new(const struct tide_limits *limits,
     p->reserved = (struct list){NIL, NIL};
     absent_guards(p);
     tide__itemmap_init(&p->map);
+    if (p->limits.streams > 1) {
+        if (tide__shares_init(&p->shares, (uint32_t)p->limits.streams) != 0) {
+            tide_pool_free(p);
+            return TIDE_ENOMEM;
+        }
+        p->shared = true;
+    }
     rc = ward ? build_ward(p, ward, now) : 0;
     if (rc == 0 && p->limits.size <= PREALLOC_MAX)
         rc = grow(p, (uint32_t)p->limits.size);
@@ -372,6 +415,8 @@ void tide_pool_free(struct tide_pool *p)
     if (!p)
         return;
     tide__itemmap_dispose(&p->map);
+    if (p->shared)
+        tide__shares_dispose(&p->shares);
     free(p->slots);
     free(p);
 }
@@ -384,26 +429,40 @@ static int64_t live(const struct tide_pool *p)
     return p->idle_count + p->busy_count;
 }
 
-/* Lent and being made: the shedder's tickets, counted from the pool's own
- * books rather than kept twice. */
+/* Loans out and makes under way: the shedder's tickets, counted from the
+ * pool's own books rather than kept twice. */
 static int64_t in_flight(const struct tide_pool *p)
 {
-    return p->busy_count - p->held_count;
+    return p->busy_count - p->held_count + p->extra_loans;
+}
+
+/* Past its life: it takes no new loan. */
+static bool aged(const struct slot *s, int64_t now)
+{
+    return s->dies != TIDE_FOREVER && now >= s->dies;
 }
 
 static bool expired(const struct tide_pool *p, const struct slot *s,
                     int64_t now)
 {
-    if (s->dies != TIDE_FOREVER && now >= s->dies)
+    if (aged(s, now))
         return true;
     return p->limits.keep != TIDE_FOREVER &&
            tide__elapsed(s->since, now) >= p->limits.keep;
 }
 
-/* Lent or held: not among the idle. For a slot the map found. */
+/* Out of the idle stack in one of the states (lent, shared, held ...):
+ * they are the values from HELD_DRAINED up to NIL, which no place in the
+ * stack reaches. For a slot the map found. */
 static bool out(const struct slot *s)
 {
-    return s->link == LENT || s->link == HELD;
+    return s->link >= HELD_DRAINED && s->link != NIL;
+}
+
+/* Held for a check, drained meanwhile or not. */
+static bool held(const struct slot *s)
+{
+    return s->link == HELD || s->link == HELD_DRAINED;
 }
 
 _Static_assert(sizeof(struct tide_taken) == 16,
@@ -439,17 +498,77 @@ static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
     return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
 }
 
+/* The newest idle one, past keep or life: out of the pool and the count,
+ * for the caller to close. */
+static struct tide_taken hand_stale(struct tide_pool *p)
+{
+    uint32_t i = idle_pop(p);
+    void *item = p->slots[i].item;
+    slot_release(p, i);
+    return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
+}
+
 static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 {
-    uint32_t i = idle_newest(p);
-    struct slot *s = &p->slots[i];
-    if (expired(p, s, now)) {
-        void *item = s->item;
-        (void)idle_pop(p);
-        slot_release(p, i);
-        return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
-    }
+    if (expired(p, &p->slots[idle_newest(p)], now))
+        return hand_stale(p);
     return lend(p, now);
+}
+
+/* ---- shared loans: lending ---- */
+
+/* lend_idle in a pool with shared loans: its first loan, SHARED (in the
+ * room of one loan, with room for more) or ALONE. */
+static struct tide_taken lend_idle_shared(struct tide_pool *p, int64_t now,
+                                          uint32_t state)
+{
+    if (expired(p, &p->slots[idle_newest(p)], now))
+        return hand_stale(p);
+    uint32_t i = idle_pop(p);
+    struct slot *s = &p->slots[i];
+    s->link = state;
+    s->since = now;
+    p->busy_count++;
+    tide__shares_move(&p->shares, i, +1, state == SHARED);
+    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+}
+
+/* One loan more on a resource carrying `loans`: its `since` becomes the
+ * mean start of its loans, which is what each of their tickets settles as
+ * with the shedder, the loans of one resource not being told apart.
+ * Taking a loan off at the mean leaves the mean where it is. */
+static void loan_started(struct slot *s, uint32_t loans, int64_t now)
+{
+    int64_t n = (int64_t)loans + 1;
+    if (now >= s->since)
+        s->since += tide__elapsed(s->since, now) / n;
+    else
+        s->since -= tide__elapsed(now, s->since) / n;
+}
+
+/* One loan more on resource i, which has room. */
+static struct tide_taken lend_more(struct tide_pool *p, uint32_t i,
+                                   int64_t now)
+{
+    struct slot *s = &p->slots[i];
+    if (p->has_shedder)
+        loan_started(s, p->shares.of[i].loans, now);
+    tide__shares_move(&p->shares, i, +1, true);
+    p->extra_loans++;
+    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+}
+
+/* The resource with room the sharing picks; one found past its life on
+ * the way leaves the rooms (it takes no new loan) and the next is asked.
+ * TIDE__SHARE_NONE when none has room. */
+static uint32_t room_pick(struct tide_pool *p, int64_t now)
+{
+    for (;;) {
+        uint32_t i = tide__shares_pick(&p->shares, p->limits.sharing);
+        if (i == TIDE__SHARE_NONE || !aged(&p->slots[i], now))
+            return i;
+        tide__shares_leave_room(&p->shares, i);
+    }
 }
 
 /* Reserves the free slot at the head of the free list for a make answered
@@ -463,6 +582,7 @@ static TIDE__INLINE struct tide_taken reserve_slot(struct tide_pool *p,
     s->since = now;
     queue_push(p, &p->reserved, i);
     p->busy_count++;
+    p->reserved_count++;
     return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
 }
 
@@ -518,23 +638,49 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
     return reserve_slot(p, now, roll);
 }
 
+/* Whether the pool lends nothing now, closed or its breaker down, and
+ * then the refusal in *no. */
+static bool refuses(struct tide_pool *p, int64_t now, struct tide_taken *no)
+{
+    if (p->closed)
+        *no = answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    else if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
+        *no = answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    else
+        return false;
+    return true;
+}
+
+/* The newest idle one, lent as `state` unless the shedder holds lending
+ * back. A stale one is handed back even while shedding: closing it is the
+ * cleanup a loaded host wants, and it lends nothing. */
+static struct tide_taken take_idle_as(struct tide_pool *p, int64_t now,
+                                      uint32_t state)
+{
+    if (p->has_shedder && !expired(p, &p->slots[idle_newest(p)], now) &&
+        !tide__shedder_admit(&p->shedder, in_flight(p)))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+    if (state == LENT)
+        return lend_idle(p, now);
+    return lend_idle_shared(p, now, state);
+}
+
+static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
+                                     double roll, bool make);
+
 /* Everything take decides, in order, for the cases tide_pool_take leaves:
- * a closed pool, a breaker that is down, an idle head stale or held back. */
+ * a closed pool, a breaker that is down, an idle head stale or held back,
+ * and every take of a pool with shared loans. */
 TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
                                                   int64_t now, double roll)
 {
-    if (p->closed)
-        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
-    if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
-        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
-    if (p->idle_count > 0) {
-        /* A stale one is handed back even while shedding: closing it is
-         * the cleanup a loaded host wants, and it lends nothing. */
-        if (p->has_shedder && !expired(p, &p->slots[idle_newest(p)], now) &&
-            !tide__shedder_admit(&p->shedder, in_flight(p)))
-            return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
-        return lend_idle(p, now);
-    }
+    struct tide_taken no;
+    if (refuses(p, now, &no))
+        return no;
+    if (p->shared)
+        return take_shared(p, now, roll, true);
+    if (p->idle_count > 0)
+        return take_idle_as(p, now, LENT);
     return take_new(p, now, roll);
 }
 
@@ -547,7 +693,7 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
-    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE)
+    if (p->closed || p->shared || p->breaker.state == TIDE_BREAKER_INACTIVE)
         return take_slow(p, now, roll);
     if (p->idle_count == 0)
         return take_new(p, now, roll);
@@ -557,10 +703,14 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
     return lend(p, now);
 }
 
+static struct tide_taken take_live_shared(struct tide_pool *p, int64_t now);
+
 struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->shared)
+        return take_live_shared(p, now);
     if (p->idle_count == 0)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     /* take's own path with one idle: the roll is for makes, and there is
@@ -570,6 +720,68 @@ struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
         !tide__shedder_admit(&p->shedder, in_flight(p)))
         return take_slow(p, now, 0.0);
     return lend(p, now);
+}
+
+/* ---- shared loans: taking ---- */
+
+/* A shared take once the pool lends: in the order the sharing says, a
+ * resource with loans and room for another, or an idle one (spread asks
+ * the idle first, as they carry the fewest loans of all; pack asks them
+ * last); else a make, or WAIT where only a live one will do. */
+static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
+                                     double roll, bool make)
+{
+    if (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)
+        return take_idle_as(p, now, SHARED);
+    uint32_t i = room_pick(p, now);
+    if (i != TIDE__SHARE_NONE) {
+        if (!tide__shedder_admit(&p->shedder, in_flight(p)))
+            return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+        return lend_more(p, i, now);
+    }
+    if (p->idle_count > 0)
+        return take_idle_as(p, now, SHARED);
+    if (!make)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    return take_new(p, now, roll);
+}
+
+/* tide_pool_take_idle with shared loans: a live one will do, idle or with
+ * room; with neither, WAIT and nothing else, as with streams 1. */
+static struct tide_taken take_live_shared(struct tide_pool *p, int64_t now)
+{
+    if (p->idle_count == 0 && !tide__shares_any_room(&p->shares))
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    struct tide_taken no;
+    if (refuses(p, now, &no))
+        return no;
+    return take_shared(p, now, 0.0, false);
+}
+
+/* With streams 1 every loan is alone: the plain take. */
+struct tide_taken tide_pool_take_alone(struct tide_pool *p, int64_t now,
+                                       double roll)
+{
+    if (!p || !p->shared)
+        return tide_pool_take(p, now, roll);
+    struct tide_taken no;
+    if (refuses(p, now, &no))
+        return no;
+    if (p->idle_count > 0)
+        return take_idle_as(p, now, ALONE);
+    return take_new(p, now, roll);
+}
+
+struct tide_taken tide_pool_take_idle_alone(struct tide_pool *p, int64_t now)
+{
+    if (!p || !p->shared)
+        return tide_pool_take_idle(p, now);
+    if (p->idle_count == 0)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    struct tide_taken no;
+    if (refuses(p, now, &no))
+        return no;
+    return take_idle_as(p, now, ALONE);
 }
 
 struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
@@ -631,6 +843,15 @@ TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
         p->idle_bottom = at; /* 0: the stack was empty */
 }
 
+/* A new resource's first loan with shared loans: it may carry up to
+ * limits.streams until told otherwise, and takes more from now on. */
+TIDE__NOINLINE static void first_shared_loan(struct tide_pool *p, uint32_t i)
+{
+    p->slots[i].link = SHARED;
+    tide__shares_reset(&p->shares, i, (uint16_t)p->limits.streams);
+    tide__shares_move(&p->shares, i, +1, true);
+}
+
 /* Turns the oldest reservation into a lent resource born now; `at` is the
  * empty map cell seek found for item. */
 static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
@@ -643,6 +864,9 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     s->link = LENT;
     s->since = now;
     tide__itemmap_put(&p->map, at, i);
+    p->reserved_count--;
+    if (p->shared)
+        first_shared_loan(p, i);
     return i;
 }
 
@@ -734,6 +958,7 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
     uint32_t i = queue_pop(p, &p->reserved);
     int64_t since = p->slots[i].since;
     p->busy_count--;
+    p->reserved_count--;
     slot_release(p, i);
     if (p->has_shedder)
         tide__shedder_settle(&p->shedder, since, now);
@@ -770,10 +995,41 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
 {
     p->busy_count--;
-    if (s->link == HELD)
+    if (held(s))
         p->held_count--;
     else if (p->has_shedder)
         tide__shedder_settle(&p->shedder, s->since, now);
+}
+
+/* One loan of lent resource i ends, its ticket settled: how many are still
+ * out of it. With streams 1 that was its only one. A resource left with
+ * loans and room goes back to a room if it takes new ones (SHARED), even
+ * past its life: the next pick that finds it so takes it out. */
+static uint32_t loan_ends(struct tide_pool *p, uint32_t i, int64_t now)
+{
+    struct slot *s = &p->slots[i];
+    if (p->has_shedder)
+        tide__shedder_settle(&p->shedder, s->since, now);
+    if (!p->shared) {
+        p->busy_count--;
+        return 0;
+    }
+    tide__shares_move(&p->shares, i, -1, s->link == SHARED);
+    uint32_t left = p->shares.of[i].loans;
+    if (left > 0)
+        p->extra_loans--;
+    else
+        p->busy_count--;
+    return left;
+}
+
+/* Resource i leaves the books, its loans all ended: 0, give's answer
+ * (the caller closes it). */
+static int leave_books(struct tide_pool *p, uint32_t i, uint32_t at)
+{
+    slot_free(p, i);
+    tide__itemmap_erase(&p->map, at);
+    return 0;
 }
 
 /* Closes the hole a resource that left made in the map (see
@@ -822,6 +1078,26 @@ static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
     return give_idle(p, i, now);
 }
 
+/* A give in one of the states shared loans, a break or a drain bring:
+ * one loan ends. 1 while others are still out; then the resource goes idle
+ * or leaves as any does, but a broken or drained one always leaves (0:
+ * the caller closes it). */
+static int give_loan(struct tide_pool *p, uint32_t i, uint32_t at,
+                     int64_t now)
+{
+    struct slot *s = &p->slots[i];
+    uint32_t state = s->link;
+    if (state == HELD_DRAINED) {
+        end_loan(p, s, now);
+        return leave_books(p, i, at);
+    }
+    if (loan_ends(p, i, now) > 0)
+        return 1;
+    if (state == BROKEN || state == DRAINED)
+        return leave_books(p, i, at);
+    return idle_or_leave(p, i, at, now);
+}
+
 /* give, once the slot and its map cell are known: every case. */
 TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
                                      uint32_t at, int64_t now)
@@ -829,9 +1105,11 @@ TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
     struct slot *s = &p->slots[i];
     if (!out(s))
         return TIDE_EDOUBLE;
-    bool held = s->link == HELD;
+    if (s->link != LENT && s->link != HELD)
+        return give_loan(p, i, at, now);
+    bool was_held = s->link == HELD;
     end_loan(p, s, now);
-    if (held && keeps(p)) {
+    if (was_held && keeps(p)) {
         unhold(p, i); /* back at its place by rest time */
         return 1;
     }
@@ -879,13 +1157,27 @@ uint32_t tide_pool_slot(const struct tide_pool *p, const void *item)
  * caller's stale note) and every other case go the way of give, whose
  * answers it keeps. A free slot holds no item, and an item is in one slot
  * at most, so a slot holding it is its own. */
+/* give_at that is not the common give. A loan of a shared resource that
+ * leaves others out needs no map cell, so no lookup either; the rest go
+ * the way of give. */
+TIDE__NOINLINE static int give_at_other(struct tide_pool *p, uint32_t slot,
+                                        void *item, int64_t now)
+{
+    if (p->slots[slot].link == SHARED && p->shares.of[slot].loans > 1) {
+        (void)loan_ends(p, slot, now);
+        return 1;
+    }
+    return tide_pool_give(p, item, now);
+}
+
 int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
                       int64_t now)
 {
-    if (!p || !item || slot >= p->capacity || p->slots[slot].item != item ||
-        p->slots[slot].link != LENT || now <= p->shedder.steady_after ||
-        !keeps(p))
+    if (!p || !item || slot >= p->capacity || p->slots[slot].item != item)
         return tide_pool_give(p, item, now);
+    if (p->slots[slot].link != LENT || now <= p->shedder.steady_after ||
+        !keeps(p))
+        return give_at_other(p, slot, item, now);
     p->busy_count--; /* end_loan, with no ticket to settle */
     if (idle_full(p))
         return give_compacting(p, slot, now);
@@ -901,13 +1193,101 @@ int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
     if (i == NIL)
         return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
-    if (out(s)) {
+    if (!out(s)) {
+        idle_unlink(p, i);
+    } else if (s->link == LENT || held(s)) {
         end_loan(p, s, now);
     } else {
-        idle_unlink(p, i);
+        /* A loan of a shared resource (or of one broken or drained): the
+         * borrower says the connection broke, which it did for every
+         * loan of it. The last of them to come back hands it over. */
+        s->link = BROKEN;
+        if (loan_ends(p, i, now) > 0)
+            return 1;
     }
     tide__itemmap_erase(&p->map, at);
     slot_free(p, i);
+    return 0;
+}
+
+/* ---- shared loans: breaking, draining, exclusive ---- */
+
+int tide_pool_break(struct tide_pool *p, void *item)
+{
+    if (!p || !item)
+        return TIDE_EINVAL;
+    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (i == TIDE__ITEMMAP_NONE)
+        return TIDE_EUNKNOWN;
+    struct slot *s = &p->slots[i];
+    if (s->link == BROKEN)
+        return 0;
+    if (!out(s) || held(s))
+        return TIDE_ENOTLENT;
+    if (p->shared && tide__shares_in_room(&p->shares, i))
+        tide__shares_leave_room(&p->shares, i);
+    s->link = BROKEN;
+    return 1;
+}
+
+/* A capacity of 0: no new loan, and the resource leaves once none is out:
+ * an idle one now (0: the caller closes it), one lent or held when the last
+ * loan or the check comes back. A broken one stays broken. */
+static int drain(struct tide_pool *p, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    if (!out(s)) {
+        idle_unlink(p, i);
+        slot_release(p, i);
+        return 0;
+    }
+    if (s->link == HELD) {
+        s->link = HELD_DRAINED;
+    } else if (s->link == LENT || s->link == SHARED || s->link == ALONE) {
+        if (p->shared && tide__shares_in_room(&p->shares, i))
+            tide__shares_leave_room(&p->shares, i);
+        s->link = DRAINED;
+    }
+    return 1;
+}
+
+int tide_pool_set_streams(struct tide_pool *p, void *item, int64_t streams)
+{
+    if (!p || !item || streams < 0)
+        return TIDE_EINVAL;
+    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (i == TIDE__ITEMMAP_NONE)
+        return TIDE_EUNKNOWN;
+    if (streams == 0)
+        return drain(p, i);
+    if (p->shared) { /* with streams 1 every resource carries one */
+        int64_t most = p->limits.streams;
+        p->shares.of[i].streams = (uint16_t)(streams < most ? streams : most);
+        if (p->slots[i].link == SHARED)
+            tide__shares_place(&p->shares, i, true);
+    }
+    return 1;
+}
+
+int tide_pool_alone(struct tide_pool *p, void *item)
+{
+    if (!p || !item)
+        return TIDE_EINVAL;
+    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (i == TIDE__ITEMMAP_NONE)
+        return TIDE_EUNKNOWN;
+    struct slot *s = &p->slots[i];
+    if (!out(s) || held(s))
+        return TIDE_ENOTLENT;
+    if (!p->shared) /* streams 1: every loan is alone */
+        return 0;
+    if (p->shares.of[i].loans > 1)
+        return TIDE_ESHARED;
+    if (s->link == SHARED) {
+        if (tide__shares_in_room(&p->shares, i))
+            tide__shares_leave_room(&p->shares, i);
+        s->link = ALONE;
+    }
     return 0;
 }
 
@@ -965,6 +1345,15 @@ int64_t tide_pool_idle(const struct tide_pool *p)
  * and take_new's first test. */
 bool tide_pool_must_wait(const struct tide_pool *p)
 {
+    return tide_pool_must_wait_alone(p) &&
+           !(p->shared && tide__shares_any_room(&p->shares));
+}
+
+/* An exclusive take is served by an idle one or a make, never by room
+ * beside other loans: the path of tide_pool_take_alone that answers WAIT
+ * with no side effect. */
+bool tide_pool_must_wait_alone(const struct tide_pool *p)
+{
     return p && !p->closed && p->breaker.state != TIDE_BREAKER_INACTIVE &&
            p->idle_count == 0 && live(p) >= p->limits.size;
 }
@@ -972,6 +1361,44 @@ bool tide_pool_must_wait(const struct tide_pool *p)
 int64_t tide_pool_busy(const struct tide_pool *p)
 {
     return p ? p->busy_count : 0;
+}
+
+int64_t tide_pool_loans(const struct tide_pool *p)
+{
+    if (!p)
+        return 0;
+    return p->busy_count - p->held_count - p->reserved_count + p->extra_loans;
+}
+
+int64_t tide_pool_busiest(const struct tide_pool *p)
+{
+    if (!p)
+        return 0;
+    if (p->shared)
+        return p->shares.busiest;
+    return tide_pool_loans(p) > 0;
+}
+
+int tide_pool_share(const struct tide_pool *p, const void *item,
+                    struct tide_share *out)
+{
+    if (!p || !item || !out)
+        return TIDE_EINVAL;
+    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (i == TIDE__ITEMMAP_NONE)
+        return TIDE_EUNKNOWN;
+    uint32_t state = p->slots[i].link;
+    bool lent = state == LENT || state == SHARED || state == ALONE ||
+                state == BROKEN || state == DRAINED;
+    bool drained = state == DRAINED || state == HELD_DRAINED;
+    *out = (struct tide_share){
+        .loans = p->shared ? p->shares.of[i].loans : lent,
+        .streams = drained ? 0 : p->shared ? p->shares.of[i].streams : 1,
+        .broken = state == BROKEN,
+        .draining = drained,
+        .alone = state == ALONE || (!p->shared && lent),
+    };
+    return 0;
 }
 
 double tide_pool_refusal(struct tide_pool *p, int64_t now)

@@ -74,6 +74,8 @@ enum tide_error {
     TIDE_ECLOSED = -12,    /* the pool is closed */
     TIDE_EGATE = -13,      /* gate left more often than entered */
     TIDE_ENOTIDLE = -14,   /* hold: the resource is not idle in this pool */
+    TIDE_ENOTLENT = -15,   /* no loan of the resource is out */
+    TIDE_ESHARED = -16,    /* other loans of the resource are out */
 };
 
 /* A sentence for a person; never NULL, static storage. */
@@ -492,17 +494,22 @@ TIDE_API void tide_pool_free(struct tide_pool *p);
  * The most recently returned resource is handed out first: a warm connection
  * is likelier to still be good than a cold one, and handing out the newest
  * lets the oldest age past keep and be evicted, which is how a pool shrinks
- * after a burst. Never blocks, never allocates (bounded size). */
+ * after a burst. With streams > 1 the loan may be shared: a resource with
+ * loans and room for another is lent before a make, as limits.sharing
+ * picks (see "Shared loans"). Never blocks, never allocates (bounded
+ * size). */
 TIDE_API struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now,
                                           double roll);
-/* tide_pool_take where only an idle resource will do: with none idle it
+/* tide_pool_take where only an idle resource will do (with streams > 1,
+ * one live already: idle, or with room beside its loans): with none it
  * answers TIDE_WAIT and does nothing else (no make considered, no guard
- * asked, nothing reserved); with one idle it answers as take would (READY,
+ * asked, nothing reserved); with one it answers as take would (READY,
  * STALE or SHED). One call where a lender would ask tide_pool_idle first. */
 TIDE_API struct tide_taken tide_pool_take_idle(struct tide_pool *p,
                                                int64_t now);
-/* Registers a resource made after MAKE, as lent and born now. item must not
- * be NULL. 0, or TIDE_ENORESERVE / TIDE_EDUPLICATE / TIDE_EINVAL (nothing
+/* Registers a resource made after MAKE, as lent and born now (with streams
+ * > 1: one loan, shared, and room for more from now on). item must not be
+ * NULL. 0, or TIDE_ENORESERVE / TIDE_EDUPLICATE / TIDE_EINVAL (nothing
  * changed; the caller still owns item). */
 TIDE_API int tide_pool_made(struct tide_pool *p, void *item, int64_t now);
 /* Gives back a reservation whose make failed: the breaker counts the failure
@@ -543,11 +550,13 @@ TIDE_API void tide_pool_tried(struct tide_pool *p, int64_t now, double roll,
 TIDE_API void tide_pool_report(struct tide_pool *p, int64_t now, bool ok);
 /* Hands one back, keeping the birth it was lent with, so life retires a
  * connection reused all along. Returns 1 when kept; 0 when not (enough idle
- * already, or the pool closed): the caller closes it. A pointer the pool
- * never lent fills an open reservation (a MAKE whose made() was skipped) and
- * is born now. Misuse returns TIDE_EDOUBLE (it is idle here already: do not
- * close it) or TIDE_EUNKNOWN (not ours, no reservation: the caller still owns
- * it); counts stay correct. */
+ * already, the pool closed, or it was broken or drained): the caller closes
+ * it. With streams > 1 a give ends one loan: 1 while others of it are out.
+ * A pointer the pool never lent fills an open reservation (a MAKE whose
+ * made() was skipped) and is born now. Misuse returns TIDE_EDOUBLE (no loan
+ * of it is out: it is idle here already, do not close it) or TIDE_EUNKNOWN
+ * (not ours, no reservation: the caller still owns it); counts stay
+ * correct. */
 TIDE_API int tide_pool_give(struct tide_pool *p, void *item, int64_t now);
 /* The slot the pool files item under, or TIDE_NO_SLOT (not on the books).
  * A runtime keeping its own record of each resource can note it there and
@@ -562,7 +571,10 @@ TIDE_API int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
                                int64_t now);
 /* Takes a broken resource off the books: lent, or idle and found dead (peer
  * closed). The caller closes it. An unknown pointer fills an open
- * reservation, then is dropped. 0, or TIDE_EUNKNOWN. */
+ * reservation, then is dropped. 0, or TIDE_EUNKNOWN. With streams > 1 a
+ * drop ends one loan and breaks the resource for every loan of it (see
+ * tide_pool_break): 1 while others are out (do not close it yet; the last
+ * of them to come back, by give or drop, answers 0). */
 TIDE_API int tide_pool_drop(struct tide_pool *p, void *item, int64_t now);
 /* Removes up to n idle resources past keep or life, writes them to out for
  * the caller to close, returns how many. n returned means call again. */
@@ -587,16 +599,129 @@ TIDE_API struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now,
  * being made) or TIDE_EUNKNOWN. */
 TIDE_API int tide_pool_hold(struct tide_pool *p, void *item);
 
+/* ---- shared loans ----------------------------------------------------
+
+With limits.streams above 1 a resource carries up to that many loans at
+once: a take lends a resource that has loans but room for another before
+it asks for a MAKE (which one: limits.sharing), and give, drop and the
+rest count loans one by one. What changes, and what does not:
+
+- A resource is idle only with no loan out: idle, keep (counted from its
+  last loan's return), eviction, hold and the idle limit are about those.
+  `life` counts from its birth, as ever: one past it takes no new loan,
+  and when its last loan returns it goes idle, where take hands it back as
+  STALE and evict retires it, exactly as with one loan.
+- give ends one loan: 1 while it has others out (do not close it), then
+  what it always answered for the last (kept, or 0: close it). drop ends
+  one loan too and says the resource broke, for every loan of it: it takes
+  no new loan and the last loan back, by give or drop, answers 0 and hands
+  it over for closing, once. drop answers 1 while other loans are out.
+- A loan is a caller's request: the shedder counts loans in flight, and
+  its ceiling starts at size x streams; the breaker hears what the runtime
+  reports, and must hear one failure per broken resource, not one per
+  loan (tide_pool_break says which call broke it).
+- Counts: live, idle and busy count resources; tide_pool_loans counts
+  loans. take and give stay O(1) in the pool's size and allocate nothing;
+  finding the busiest or least busy resource with room is three word scans
+  (O(log64) in the streams). A pool with streams 1 keeps none of this: its
+  every answer is the exclusive pool's, and its paths are as fast.
+
+How a runtime (an adapter) uses it, per loan:
+  take / take_idle        a shared loan: READY may be a resource already
+                          lent to others; make: made() registers it with
+                          one loan, and more may be taken from it at once.
+  take_alone / take_idle_alone
+                          an exclusive loan (a transaction, a subscriber):
+                          an idle resource or a MAKE, never one with loans.
+                          A resource made for an exclusive borrower is made
+                          exclusive by tide_pool_alone right after made().
+  must_wait, must_wait_alone
+                          whether the take of each kind can only WAIT now,
+                          with no side effect: a runtime serving one FIFO
+                          queue of both kinds asks the one its head needs
+                          and stops there, so an exclusive waiter at the
+                          head holds back the shared ones behind it (no
+                          barging) until a resource drains to no loan or
+                          room to make one appears: it is never starved.
+  give / give_at          a release; 1 while other loans are out.
+  break                   the protocol layer saw the connection fail (a
+                          reset, a GOAWAY with error) with loans out: 1 the
+                          first time, which is the failure to report; the
+                          borrowers' loans then come back by give or drop.
+  drop                    a discard: call break first to learn whether this
+                          discard is the one failure to report.
+  set_streams             the peer's limit (HTTP/2 SETTINGS); 0 drains.
+The runtime owns the resource's read side while several borrowers share it
+(the protocol layer routes each reply to its borrower); the pool owns the
+counts, the capacity, the lifetime and the exactly-once hand-back. */
+
+/* How a resource is shared now (tide_pool_share). */
+struct tide_share {
+    int64_t loans;   /* loans of it out now */
+    int64_t streams; /* loans it may carry: its own capacity, at most
+                        limits.streams; 0 once drained */
+    bool broken;     /* takes no new loan; leaves when the last returns */
+    bool draining;   /* the same, from a capacity of 0 (no failure) */
+    bool alone;      /* its loan is exclusive (always so with streams 1) */
+};
+
+/* tide_pool_take for an exclusive loan: the resource is lent to this
+ * borrower alone and takes no other loan until this one comes back. An
+ * idle one (READY or STALE, as take answers), else MAKE, WAIT, LATER or
+ * SHED as take would: never a resource that already has loans. With
+ * streams 1 it is tide_pool_take. */
+TIDE_API struct tide_taken tide_pool_take_alone(struct tide_pool *p,
+                                                int64_t now, double roll);
+/* tide_pool_take_idle for an exclusive loan: an idle one only. With
+ * streams 1 it is tide_pool_take_idle. */
+TIDE_API struct tide_taken tide_pool_take_idle_alone(struct tide_pool *p,
+                                                     int64_t now);
+/* tide_pool_must_wait for tide_pool_take_alone. */
+TIDE_API bool tide_pool_must_wait_alone(const struct tide_pool *p);
+/* Makes the one loan of item exclusive: nobody else is lent it until that
+ * loan comes back. For a resource just made for an exclusive borrower
+ * (made() lends it shared), or a borrower that finds itself alone on its
+ * connection. 0; TIDE_ESHARED (other loans are out: nothing changed);
+ * TIDE_ENOTLENT (idle or held); TIDE_EUNKNOWN. With streams 1 every loan
+ * is alone already: 0. */
+TIDE_API int tide_pool_alone(struct tide_pool *p, void *item);
+/* Marks a lent resource broken: it takes no new loan, and the last of its
+ * loans to come back, by give or drop, hands it over for closing (answers
+ * 0), once. 1 when this call broke it (report that one failure), 0 when it
+ * was broken already (by a break, or a drop of one of its loans);
+ * TIDE_ENOTLENT for one with no loan out (idle or held: drop it, which
+ * takes it off the books at once); TIDE_EUNKNOWN. */
+TIDE_API int tide_pool_break(struct tide_pool *p, void *item);
+/* Sets how many loans item may carry from now on (an HTTP/2 server's
+ * SETTINGS_MAX_CONCURRENT_STREAMS), held to limits.streams, the pool's own
+ * ceiling, as a client caps what a server offers. Loans already out above
+ * it stay out; no new one is lent until they are below it. 0 drains it:
+ * no new loan (a GOAWAY), and it leaves the books once none is out; an
+ * idle one at once (answers 0: close it), a lent or held one when its last
+ * loan or its check comes back (give answers 0). A drain is final. 1 while
+ * it stays on the books; TIDE_EINVAL (negative), TIDE_EUNKNOWN. A new
+ * resource carries limits.streams until told otherwise. */
+TIDE_API int tide_pool_set_streams(struct tide_pool *p, void *item,
+                                   int64_t streams);
+/* Reads how item is shared into *out: 0, TIDE_EUNKNOWN or TIDE_EINVAL. */
+TIDE_API int tide_pool_share(const struct tide_pool *p, const void *item,
+                             struct tide_share *out);
+/* Loans out now (with streams 1, resources lent). */
+TIDE_API int64_t tide_pool_loans(const struct tide_pool *p);
+/* The most loans one resource carries now; 0 with none out. */
+TIDE_API int64_t tide_pool_busiest(const struct tide_pool *p);
+
 TIDE_API int64_t
 tide_pool_live(const struct tide_pool *p); /* idle+lent+making */
 TIDE_API int64_t tide_pool_idle(const struct tide_pool *p);
 /* Whether a take at this moment can only answer TIDE_WAIT: nothing idle,
- * no room to make one, and neither closed nor a breaker that is down (so
- * nothing to refuse, shed or decide). No side effect, and no roll to draw:
- * a caller serving a queue asks it before a take that could only wait. */
+ * no resource with room for a shared loan, no room to make one, and neither
+ * closed nor a breaker that is down (so nothing to refuse, shed or decide).
+ * No side effect, and no roll to draw: a caller serving a queue asks it
+ * before a take that could only wait. */
 TIDE_API bool tide_pool_must_wait(const struct tide_pool *p);
 TIDE_API int64_t
-tide_pool_busy(const struct tide_pool *p); /* lent+held+making */
+tide_pool_busy(const struct tide_pool *p); /* lent+held+making (resources) */
 /* The share of new makes the breaker refuses at now; 0 without one. */
 TIDE_API double tide_pool_refusal(struct tide_pool *p, int64_t now);
 /* The pool's breaker, to read its state, switch it or install a strategy;
