@@ -2,7 +2,9 @@
  * before shared loans gave (the frozen copy in oracle/), step for step,
  * over a million random operations: every call of the pool, times moving
  * on, random rolls and guards, misuse among them. After each step the
- * counts, the guards' readings and the breaker's state are compared too. */
+ * counts, the guards' readings and the breaker's state are compared too.
+ * The exclusive takes answer as the plain ones: with one loan a resource,
+ * every loan is alone. */
 
 #include <tidepool/core.h>
 
@@ -70,6 +72,8 @@ static void same_state(struct pair *pr)
     SAME("idle", tide_pool_idle(pr->live), oracle_pool_idle(pr->oracle));
     SAME("busy", tide_pool_busy(pr->live), oracle_pool_busy(pr->oracle));
     SAME("must_wait", tide_pool_must_wait(pr->live),
+         oracle_pool_must_wait(pr->oracle));
+    SAME("must_wait_alone", tide_pool_must_wait_alone(pr->live),
          oracle_pool_must_wait(pr->oracle));
     same_double(pr, "refusal", tide_pool_refusal(pr->live, pr->now),
                 oracle_pool_refusal(pr->oracle, pr->now));
@@ -191,12 +195,17 @@ static void step(struct pair *pr)
         oracle_pool_overload(pr->oracle, pr->now, lag);
         break;
     }
-    default:
+    default: /* an exclusive take: at streams 1, a take */
         if (rng_below(&pr->rng, 100) == 0)
             step_evict_or_close(pr, true);
-        else
-            same_taken(pr, "take", tide_pool_take(pr->live, pr->now, roll),
+        else if (rng_below(&pr->rng, 2))
+            same_taken(pr, "take_alone",
+                       tide_pool_take_alone(pr->live, pr->now, roll),
                        oracle_pool_take(pr->oracle, pr->now, roll));
+        else
+            same_taken(pr, "take_idle_alone",
+                       tide_pool_take_idle_alone(pr->live, pr->now),
+                       oracle_pool_take_idle(pr->oracle, pr->now));
         break;
     }
 }
