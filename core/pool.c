@@ -747,10 +747,11 @@ static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
 }
 
 /* tide_pool_take_idle with shared loans: a live one will do, idle or with
- * room; with neither, WAIT and nothing else, as with streams 1. */
+ * room; with neither, WAIT and nothing else, as with streams 1. (Asking
+ * the rooms clears them of what is past its life, which no answer shows.) */
 static struct tide_taken take_live_shared(struct tide_pool *p, int64_t now)
 {
-    if (p->idle_count == 0 && !tide__shares_any_room(&p->shares))
+    if (p->idle_count == 0 && room_pick(p, now) == TIDE__SHARE_NONE)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     struct tide_taken no;
     if (refuses(p, now, &no))
