@@ -96,6 +96,8 @@ struct tide_pool {
     struct tide__itemmap map;
     bool closed;
     bool shared; /* streams > 1: the shares are kept */
+    bool detour; /* closed or shared: not for tide_pool_take's path for one
+                    loan a resource, and so asked with a single test */
     struct tide__shares shares;
 
     bool has_breaker;
@@ -397,7 +399,7 @@ int tide_pool_new(const struct tide_limits *limits,
             tide_pool_free(p);
             return TIDE_ENOMEM;
         }
-        p->shared = true;
+        p->shared = p->detour = true;
     }
     rc = ward ? build_ward(p, ward, now) : 0;
     if (rc == 0 && p->limits.size <= PREALLOC_MAX)
@@ -434,6 +436,13 @@ static int64_t live(const struct tide_pool *p)
 static int64_t in_flight(const struct tide_pool *p)
 {
     return p->busy_count - p->held_count + p->extra_loans;
+}
+
+/* in_flight with one loan a resource, where there are no extra loans: for
+ * the paths only such a pool takes, which then count as they always did. */
+static int64_t in_flight_alone(const struct tide_pool *p)
+{
+    return p->busy_count - p->held_count;
 }
 
 /* Past its life: it takes no new loan. */
@@ -519,8 +528,9 @@ static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 
 /* lend_idle in a pool with shared loans: its first loan, SHARED (in the
  * room of one loan, with room for more) or ALONE. */
-static struct tide_taken lend_idle_shared(struct tide_pool *p, int64_t now,
-                                          uint32_t state)
+static TIDE__INLINE struct tide_taken lend_idle_shared(struct tide_pool *p,
+                                                      int64_t now,
+                                                      uint32_t state)
 {
     if (expired(p, &p->slots[idle_newest(p)], now))
         return hand_stale(p);
@@ -546,9 +556,18 @@ static void loan_started(struct slot *s, uint32_t loans, int64_t now)
         s->since -= tide__elapsed(now, s->since) / n;
 }
 
+/* A shared loan made to s, which carried `loans` before it, noted for the
+ * shedder: READY with s. */
+TIDE__NOINLINE static struct tide_taken lent_noted(struct slot *s,
+                                                  uint32_t loans, int64_t now)
+{
+    loan_started(s, loans, now);
+    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+}
+
 /* One loan more on resource i, which has room. */
-static struct tide_taken lend_more(struct tide_pool *p, uint32_t i,
-                                   int64_t now)
+static TIDE__INLINE struct tide_taken lend_more(struct tide_pool *p,
+                                                uint32_t i, int64_t now)
 {
     struct slot *s = &p->slots[i];
     if (p->has_shedder)
@@ -561,13 +580,13 @@ static struct tide_taken lend_more(struct tide_pool *p, uint32_t i,
 /* The resource with room the sharing picks; one found past its life on
  * the way leaves the rooms (it takes no new loan) and the next is asked.
  * TIDE__SHARE_NONE when none has room. */
-static uint32_t room_pick(struct tide_pool *p, int64_t now)
+static TIDE__INLINE uint32_t room_pick(struct tide_pool *p, int64_t now)
 {
     for (;;) {
         uint32_t i = tide__shares_pick(&p->shares, p->limits.sharing);
         if (i == TIDE__SHARE_NONE || !aged(&p->slots[i], now))
             return i;
-        tide__shares_leave_room(&p->shares, i);
+        tide__shares_place(&p->shares, i, false);
     }
 }
 
@@ -665,8 +684,9 @@ static struct tide_taken take_idle_as(struct tide_pool *p, int64_t now,
     return lend_idle_shared(p, now, state);
 }
 
-static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
-                                     double roll, bool make);
+static TIDE__INLINE struct tide_taken take_shared(struct tide_pool *p,
+                                                  int64_t now, double roll,
+                                                  bool make);
 
 /* Everything take decides, in order, for the cases tide_pool_take leaves:
  * a closed pool, a breaker that is down, an idle head stale or held back,
@@ -689,16 +709,29 @@ TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
  * to take_slow is decided there from the start, exactly as ever. A breaker
  * that is down goes that way because asking it whether to recover may call
  * the user's strategy. */
+static struct tide_taken take_shared_fast(struct tide_pool *p, int64_t now,
+                                          double roll);
+
+/* tide_pool_take's way out of its path for one loan a resource: a shared
+ * pool's own path, or take_slow. */
+TIDE__NOINLINE static struct tide_taken take_detour(struct tide_pool *p,
+                                                    int64_t now, double roll)
+{
+    if (p->shared)
+        return take_shared_fast(p, now, roll);
+    return take_slow(p, now, roll);
+}
+
 struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
-    if (p->closed || p->shared || p->breaker.state == TIDE_BREAKER_INACTIVE)
-        return take_slow(p, now, roll);
+    if (p->detour || p->breaker.state == TIDE_BREAKER_INACTIVE)
+        return take_detour(p, now, roll);
     if (p->idle_count == 0)
         return take_new(p, now, roll);
     if (expired(p, &p->slots[idle_newest(p)], now) ||
-        !tide__shedder_admit(&p->shedder, in_flight(p)))
+        !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
         return take_slow(p, now, roll);
     return lend(p, now);
 }
@@ -717,7 +750,7 @@ struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
      * none to make */
     if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
         expired(p, &p->slots[idle_newest(p)], now) ||
-        !tide__shedder_admit(&p->shedder, in_flight(p)))
+        !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
         return take_slow(p, now, 0.0);
     return lend(p, now);
 }
@@ -728,8 +761,9 @@ struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
  * resource with loans and room for another, or an idle one (spread asks
  * the idle first, as they carry the fewest loans of all; pack asks them
  * last); else a make, or WAIT where only a live one will do. */
-static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
-                                     double roll, bool make)
+static TIDE__INLINE struct tide_taken take_shared(struct tide_pool *p,
+                                                  int64_t now, double roll,
+                                                  bool make)
 {
     if (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)
         return take_idle_as(p, now, SHARED);
@@ -744,6 +778,40 @@ static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
     if (!make)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     return take_new(p, now, roll);
+}
+
+/* The common shared takes, as tide_pool_take's for one loan a resource:
+ * the pool open and the shedder letting it lend, and then the resource the
+ * sharing picks: one with room within its life, or an idle one still fresh
+ * (spread's first choice, pack's when none has room). The checks have no
+ * side effects, so whatever they leave to take_slow is decided there from
+ * the start. */
+TIDE__NOINLINE static struct tide_taken take_shared_fast(struct tide_pool *p,
+                                                         int64_t now,
+                                                         double roll)
+{
+    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
+        (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p))))
+        return take_slow(p, now, roll);
+    if (!tide__shares_any_room(&p->shares) ||
+        (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)) {
+        if (p->idle_count == 0 ||
+            expired(p, &p->slots[idle_newest(p)], now))
+            return take_slow(p, now, roll);
+        return lend_idle_shared(p, now, SHARED);
+    }
+    uint32_t n = tide__shares_room_to_pick(&p->shares, p->limits.sharing);
+    uint32_t i = p->shares.room[n];
+    struct slot *s = &p->slots[i];
+    /* with no life to outlive, the pick needs no look at its slot: the
+     * next take then does not wait on this one's load of it */
+    if (p->limits.life != TIDE_FOREVER && aged(s, now))
+        return take_slow(p, now, roll);
+    tide__shares_lend_picked(&p->shares, i, n);
+    p->extra_loans++;
+    if (p->has_shedder) /* last, so nothing is kept across the call */
+        return lent_noted(s, n, now);
+    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
 }
 
 /* tide_pool_take_idle with shared loans: a live one will do, idle or with
@@ -1006,7 +1074,8 @@ static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
  * out of it. With streams 1 that was its only one. A resource left with
  * loans and room goes back to a room if it takes new ones (SHARED), even
  * past its life: the next pick that finds it so takes it out. */
-static uint32_t loan_ends(struct tide_pool *p, uint32_t i, int64_t now)
+static TIDE__INLINE uint32_t loan_ends(struct tide_pool *p, uint32_t i,
+                                       int64_t now)
 {
     struct slot *s = &p->slots[i];
     if (p->has_shedder)
@@ -1117,6 +1186,29 @@ TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
     return idle_or_leave(p, i, at, now);
 }
 
+/* give_shared's every case. */
+TIDE__NOINLINE static int give_shared_slow(struct tide_pool *p, uint32_t i,
+                                           uint32_t at, int64_t now)
+{
+    if (loan_ends(p, i, now) > 0)
+        return 1;
+    return idle_or_leave(p, i, at, now);
+}
+
+/* A give of a shared loan, straight from tide_pool_give. The common one,
+ * which leaves others out and has no ticket to settle, is a leaf; the rest
+ * go to give_shared_slow (a last loan inline here would cost every give
+ * the registers its way to the idle stack takes). */
+TIDE__NOINLINE static int give_shared(struct tide_pool *p, uint32_t i,
+                                      uint32_t at, int64_t now)
+{
+    if (p->shares.of[i].loans < 2 || now <= p->shedder.steady_after)
+        return give_shared_slow(p, i, at, now);
+    tide__shares_move(&p->shares, i, -1, true); /* SHARED: open */
+    p->extra_loans--;
+    return 1;
+}
+
 /* give of a pointer the pool does not know: adopted, then given. */
 TIDE__NOINLINE static int give_unknown(struct tide_pool *p, void *item,
                                        int64_t now, uint32_t at)
@@ -1140,7 +1232,8 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
     if (s->link != LENT || now <= p->shedder.steady_after)
-        return give_found(p, i, at, now);
+        return s->link == SHARED ? give_shared(p, i, at, now)
+                                 : give_found(p, i, at, now);
     p->busy_count--; /* end_loan, with no ticket to settle */
     return idle_or_leave(p, i, at, now);
 }
@@ -1225,9 +1318,9 @@ int tide_pool_break(struct tide_pool *p, void *item)
         return 0;
     if (!out(s) || held(s))
         return TIDE_ENOTLENT;
-    if (p->shared && tide__shares_in_room(&p->shares, i))
-        tide__shares_leave_room(&p->shares, i);
     s->link = BROKEN;
+    if (p->shared)
+        tide__shares_place(&p->shares, i, false);
     return 1;
 }
 
@@ -1245,9 +1338,9 @@ static int drain(struct tide_pool *p, uint32_t i)
     if (s->link == HELD) {
         s->link = HELD_DRAINED;
     } else if (s->link == LENT || s->link == SHARED || s->link == ALONE) {
-        if (p->shared && tide__shares_in_room(&p->shares, i))
-            tide__shares_leave_room(&p->shares, i);
         s->link = DRAINED;
+        if (p->shared)
+            tide__shares_place(&p->shares, i, false);
     }
     return 1;
 }
@@ -1285,9 +1378,8 @@ int tide_pool_alone(struct tide_pool *p, void *item)
     if (p->shares.of[i].loans > 1)
         return TIDE_ESHARED;
     if (s->link == SHARED) {
-        if (tide__shares_in_room(&p->shares, i))
-            tide__shares_leave_room(&p->shares, i);
         s->link = ALONE;
+        tide__shares_place(&p->shares, i, false);
     }
     return 0;
 }
@@ -1317,7 +1409,7 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
 {
     if (!p)
         return 0;
-    p->closed = true;
+    p->closed = p->detour = true;
     if (!out)
         return 0;
     size_t k = 0;
@@ -1376,7 +1468,7 @@ int64_t tide_pool_busiest(const struct tide_pool *p)
     if (!p)
         return 0;
     if (p->shared)
-        return p->shares.busiest;
+        return tide__shares_busiest(&p->shares);
     return tide_pool_loans(p) > 0;
 }
 
