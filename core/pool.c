@@ -528,9 +528,9 @@ static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 
 /* lend_idle in a pool with shared loans: its first loan, SHARED (in the
  * room of one loan, with room for more) or ALONE. */
-static TIDE__INLINE struct tide_taken lend_idle_shared(struct tide_pool *p,
-                                                      int64_t now,
-                                                      uint32_t state)
+TIDE__NOINLINE static struct tide_taken lend_idle_shared(struct tide_pool *p,
+                                                        int64_t now,
+                                                        uint32_t state)
 {
     if (expired(p, &p->slots[idle_newest(p)], now))
         return hand_stale(p);
@@ -566,13 +566,13 @@ TIDE__NOINLINE static struct tide_taken lent_noted(struct slot *s,
 }
 
 /* One loan more on resource i, which has room. */
-static TIDE__INLINE struct tide_taken lend_more(struct tide_pool *p,
-                                                uint32_t i, int64_t now)
+static struct tide_taken lend_more(struct tide_pool *p, uint32_t i,
+                                   int64_t now)
 {
     struct slot *s = &p->slots[i];
     if (p->has_shedder)
         loan_started(s, p->shares.of[i].loans, now);
-    tide__shares_move(&p->shares, i, +1, true);
+    tide__shares_change(&p->shares, i, +1, true);
     p->extra_loans++;
     return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
 }
@@ -580,7 +580,7 @@ static TIDE__INLINE struct tide_taken lend_more(struct tide_pool *p,
 /* The resource with room the sharing picks; one found past its life on
  * the way leaves the rooms (it takes no new loan) and the next is asked.
  * TIDE__SHARE_NONE when none has room. */
-static TIDE__INLINE uint32_t room_pick(struct tide_pool *p, int64_t now)
+static uint32_t room_pick(struct tide_pool *p, int64_t now)
 {
     for (;;) {
         uint32_t i = tide__shares_pick(&p->shares, p->limits.sharing);
@@ -684,9 +684,8 @@ static struct tide_taken take_idle_as(struct tide_pool *p, int64_t now,
     return lend_idle_shared(p, now, state);
 }
 
-static TIDE__INLINE struct tide_taken take_shared(struct tide_pool *p,
-                                                  int64_t now, double roll,
-                                                  bool make);
+static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
+                                     double roll, bool make);
 
 /* Everything take decides, in order, for the cases tide_pool_take leaves:
  * a closed pool, a breaker that is down, an idle head stale or held back,
@@ -761,9 +760,8 @@ struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
  * resource with loans and room for another, or an idle one (spread asks
  * the idle first, as they carry the fewest loans of all; pack asks them
  * last); else a make, or WAIT where only a live one will do. */
-static TIDE__INLINE struct tide_taken take_shared(struct tide_pool *p,
-                                                  int64_t now, double roll,
-                                                  bool make)
+static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
+                                     double roll, bool make)
 {
     if (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)
         return take_idle_as(p, now, SHARED);
@@ -918,7 +916,7 @@ TIDE__NOINLINE static void first_shared_loan(struct tide_pool *p, uint32_t i)
 {
     p->slots[i].link = SHARED;
     tide__shares_reset(&p->shares, i, (uint16_t)p->limits.streams);
-    tide__shares_move(&p->shares, i, +1, true);
+    tide__shares_change(&p->shares, i, +1, true);
 }
 
 /* Turns the oldest reservation into a lent resource born now; `at` is the
@@ -1074,8 +1072,7 @@ static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
  * out of it. With streams 1 that was its only one. A resource left with
  * loans and room goes back to a room if it takes new ones (SHARED), even
  * past its life: the next pick that finds it so takes it out. */
-static TIDE__INLINE uint32_t loan_ends(struct tide_pool *p, uint32_t i,
-                                       int64_t now)
+static uint32_t loan_ends(struct tide_pool *p, uint32_t i, int64_t now)
 {
     struct slot *s = &p->slots[i];
     if (p->has_shedder)
@@ -1084,7 +1081,7 @@ static TIDE__INLINE uint32_t loan_ends(struct tide_pool *p, uint32_t i,
         p->busy_count--;
         return 0;
     }
-    tide__shares_move(&p->shares, i, -1, s->link == SHARED);
+    tide__shares_change(&p->shares, i, -1, s->link == SHARED);
     uint32_t left = p->shares.of[i].loans;
     if (left > 0)
         p->extra_loans--;

@@ -65,6 +65,18 @@ int tide__shares_reserve(struct tide__shares *sh, uint32_t from, uint32_t to)
     return 0;
 }
 
+void tide__shares_change(struct tide__shares *sh, uint32_t i, int delta,
+                         bool open)
+{
+    tide__shares_move(sh, i, delta, open);
+}
+
+void tide__shares_place(struct tide__shares *sh, uint32_t i, bool open)
+{
+    tide__shares_lift(sh, i);
+    tide__shares_settle(sh, i, open);
+}
+
 /* The fullest room, or the highest count of the rest. */
 uint32_t tide__shares_busiest(const struct tide__shares *sh)
 {

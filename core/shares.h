@@ -253,15 +253,12 @@ static TIDE__INLINE void tide__shares_settle(struct tide__shares *sh,
         tide__shares_count(sh, s->loans);
 }
 
-/* ---- moves ---- */
-
-/* Slot i's place after a change of its capacity or openness. */
-static TIDE__INLINE void tide__shares_place(struct tide__shares *sh,
-                                            uint32_t i, bool open)
-{
-    tide__shares_lift(sh, i);
-    tide__shares_settle(sh, i, open);
-}
+/* ---- moves ----
+ *
+ * Inline for the fast paths of a take and a give, which run each once;
+ * out of line (shares.c) for every other caller, so the core keeps one
+ * copy of them: it is compiled to WebAssembly too, where every copy
+ * weighs on the page. */
 
 /* One loan more (+1) or fewer (-1) on slot i; it is then in the room of
  * its new count when `open` and it has room, and counted otherwise. */
@@ -272,6 +269,12 @@ static TIDE__INLINE void tide__shares_move(struct tide__shares *sh,
     sh->of[i].loans = (uint16_t)(sh->of[i].loans + delta);
     tide__shares_settle(sh, i, open);
 }
+
+/* tide__shares_move, out of line. */
+void tide__shares_change(struct tide__shares *sh, uint32_t i, int delta,
+                         bool open);
+/* Slot i's place after a change of its capacity or openness. */
+void tide__shares_place(struct tide__shares *sh, uint32_t i, bool open);
 
 /* The room the next shared loan goes to under `sharing`: the fullest
  * (pack) or the emptiest (spread). One must not be empty. */
