@@ -48,8 +48,8 @@ bool tide_limits_equal(const struct tide_limits *a, const struct tide_limits *b)
     struct tide_limits x = resolved_or_presets(a);
     struct tide_limits y = resolved_or_presets(b);
     return x.size == y.size && x.idle == y.idle && x.keep == y.keep &&
-           x.life == y.life && x.spread == y.spread &&
-           x.streams == y.streams && x.sharing == y.sharing;
+           x.life == y.life && x.spread == y.spread && x.streams == y.streams &&
+           x.sharing == y.sharing;
 }
 
 bool tide_limits_not_equal(const struct tide_limits *a,

@@ -1,27 +1,7 @@
-/* Pool: the bookkeeping of holding a limited number of things.
- *
- * Every resource, and every reservation being made, has a slot:
- *   idle      item set, in the idle stack, link == its place there
- *   lent      item set, link == LENT (streams 1: its one loan)
- *   shared    item set, link == SHARED (streams > 1: one loan or more,
- *             counted in the shares; in a room while it has room for one
- *             more and has not outlived its life)
- *   alone     item set, link == ALONE (streams > 1: one exclusive loan)
- *   broken    item set, link == BROKEN: loans out, no new one; it leaves
- *             the books when the last comes back
- *   drained   item set, link == DRAINED: the same, for a capacity set to 0
- *             (a server going away, no failure)
- *   held      item set, link == HELD (aside for a check), or HELD_DRAINED
- *             once drained meanwhile: it leaves when the check gives it back
- *   reserved  item NULL, on the reservation queue (FIFO, linked through
- *             link), dies holds its spread life until made() turns it into
- *             a deadline
- *   free      item NULL, on the free list through link
- * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
- * with the map, 40 to 48 bytes a slot. A pool with streams > 1 keeps a
- * share record per slot beside them (shares.h, 12 bytes); one with streams
- * 1 keeps none, and its paths are the ones it always had: a check of
- * `shared` sends the others away from them.
+/* Pool: the bookkeeping of holding a limited number of things: the
+ * slots, the idle stack, the reservations, the ward, and the paths of
+ * lending one borrower at a time; shared loans are pool_shared.c's, and
+ * the books both read are pool_internal.h's.
  *
  * The idle ones are a stack of slot numbers, oldest at the bottom, newest
  * (the next lent) at the top, rather than a list linked through the slots:
@@ -39,18 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_internal.h"
-#include "itemmap.h"
-#include "shares.h"
-
-#define NIL          UINT32_MAX /* no slot; in the stack, a hole */
-#define LENT         (UINT32_MAX - 1)
-#define SHARED       (UINT32_MAX - 2)
-#define HELD         (UINT32_MAX - 3)
-#define ALONE        (UINT32_MAX - 4)
-#define BROKEN       (UINT32_MAX - 5)
-#define DRAINED      (UINT32_MAX - 6)
-#define HELD_DRAINED (UINT32_MAX - 7) /* the lowest state: see out() */
+#include "pool_internal.h"
 
 /* A finite size up to this is allocated whole at creation, so take and give
  * never allocate; beyond it (or unlimited) the books grow by doubling. */
@@ -58,78 +27,12 @@
 #define GROW_FIRST   64
 #define SLOTS_MAX    (UINT32_MAX - 8)
 
-struct slot {
-    void *item;
-    int64_t dies;   /* when life retires it (TIDE_FOREVER: never) */
-    int64_t since;  /* idle: when it came back; lent: when it was lent,
-                       with shared loans the mean of their starts;
-                       reserved: when the MAKE was answered */
-    uint32_t link;  /* idle: its place in the stack; a state (LENT, HELD,
-                       ...); reserved: the next reservation; free: the next
-                       free slot */
-    uint32_t stack; /* the idle stack's entry at place (this slot's number) */
-};
-
-/* The reservations: joined at the tail, left from the head. */
-struct list {
-    uint32_t head;
-    uint32_t tail;
-};
-
-struct tide_pool {
-    struct tide_limits limits;
-    struct slot *slots;
-    uint32_t capacity;
-    uint32_t free_head;
-    /* The idle stack, `capacity` places: idle_count entries, the rest
-     * holes, from idle_bottom (the oldest) up to idle_top (one past the
-     * newest). Neither end is a hole while one is idle, so the newest and
-     * the oldest are read directly; both are 0 while none is. */
-    uint32_t idle_bottom;
-    uint32_t idle_top;
-    struct list reserved; /* head: oldest reservation */
-    int64_t idle_count;
-    int64_t busy_count;     /* resources lent, held and reserved */
-    int64_t held_count;     /* of those, held: no shedder ticket */
-    int64_t reserved_count; /* of those, reserved */
-    int64_t extra_loans;    /* loans beyond the first of each resource */
-    struct tide__itemmap map;
-    bool closed;
-    bool shared; /* streams > 1: the shares are kept */
-    bool detour; /* closed or shared: not for tide_pool_take's path for one
-                    loan a resource, and so asked with a single test */
-    struct tide__shares shares;
-
-    bool has_breaker;
-    bool has_bucket;
-    bool has_backoff;
-    bool has_shedder;
-    struct tide_breaker breaker;
-    struct tide_bucket bucket;
-    struct tide_shedder shedder;
-    struct tide_backoff backoff;
-    int backoff_failures;     /* makes failed in a row */
-    int64_t backoff_until;    /* no MAKE before this (INT64_MIN: none) */
-    int64_t backoff_previous; /* the last delay drawn */
-};
-
 /* ---- the idle stack ---- */
-
-static uint32_t *stack_at(struct tide_pool *p, uint32_t place)
-{
-    return &p->slots[place].stack;
-}
-
-/* The newest idle one, the next to lend; one must be idle. */
-static uint32_t idle_newest(struct tide_pool *p)
-{
-    return *stack_at(p, p->idle_top - 1);
-}
 
 /* Steps the ends over holes, so that neither is one; empty, the stack
  * starts again from the first place. Out of line: a pop calls it only when
  * the next one down is a hole or none is left. */
-TIDE__NOINLINE static void idle_trim(struct tide_pool *p)
+TIDE__NOINLINE void tide__pool_idle_trim(struct tide_pool *p)
 {
     if (p->idle_count == 0) {
         p->idle_bottom = p->idle_top = 0;
@@ -159,32 +62,6 @@ TIDE__NOINLINE static void idle_compact(struct tide_pool *p)
     p->idle_top = to;
 }
 
-/* Whether the stack has no place left above its top: then, a slot coming
- * back not being idle, there are holes to close first. */
-static bool idle_full(const struct tide_pool *p)
-{
-    return p->idle_top == p->capacity;
-}
-
-/* Puts slot i on the top, the newest idle one; the stack is not full. */
-static TIDE__INLINE void idle_push(struct tide_pool *p, uint32_t i)
-{
-    uint32_t place = p->idle_top++;
-    *stack_at(p, place) = i;
-    p->slots[i].link = place;
-    p->idle_count++;
-}
-
-/* Takes the newest idle one off the top; one must be idle. */
-static TIDE__INLINE uint32_t idle_pop(struct tide_pool *p)
-{
-    uint32_t place = --p->idle_top;
-    uint32_t i = *stack_at(p, place);
-    if (--p->idle_count == 0 || *stack_at(p, place - 1) == NIL)
-        idle_trim(p);
-    return i;
-}
-
 /* A take fetches the slot of the idle one PREFETCH_AHEAD places under the
  * new top, in a stack of PREFETCH_FROM places or more: when many are taken
  * in a row (a burst, or the whole pool out at once), that slot is then in
@@ -210,11 +87,11 @@ static TIDE__INLINE void idle_prefetch(struct tide_pool *p)
 }
 
 /* Takes idle slot i out of the stack, from wherever it is. */
-static void idle_unlink(struct tide_pool *p, uint32_t i)
+void tide__pool_idle_unlink(struct tide_pool *p, uint32_t i)
 {
     *stack_at(p, p->slots[i].link) = NIL;
     p->idle_count--;
-    idle_trim(p);
+    tide__pool_idle_trim(p);
 }
 
 /* The reservations queue through `link` alone: they join at the tail and
@@ -289,17 +166,8 @@ static uint32_t slot_take_free(struct tide_pool *p)
     return i;
 }
 
-/* Returns a slot to the free list; its item, if any, is off the map. */
-static void slot_free(struct tide_pool *p, uint32_t i)
-{
-    struct slot *s = &p->slots[i];
-    s->item = NULL;
-    s->link = p->free_head;
-    p->free_head = i;
-}
-
 /* Returns a slot to the free list and forgets its item. */
-static void slot_release(struct tide_pool *p, uint32_t i)
+void tide__pool_slot_release(struct tide_pool *p, uint32_t i)
 {
     if (p->slots[i].item)
         tide__itemmap_remove(&p->map, p->slots[i].item);
@@ -425,64 +293,11 @@ void tide_pool_free(struct tide_pool *p)
 
 /* ---- decisions ---- */
 
-/* Idle, lent and being made. */
-static int64_t live(const struct tide_pool *p)
-{
-    return p->idle_count + p->busy_count;
-}
-
-/* Loans out and makes under way: the shedder's tickets, counted from the
- * pool's own books rather than kept twice. */
-static int64_t in_flight(const struct tide_pool *p)
-{
-    return p->busy_count - p->held_count + p->extra_loans;
-}
-
 /* in_flight with one loan a resource, where there are no extra loans: for
  * the paths only such a pool takes, which then count as they always did. */
 static int64_t in_flight_alone(const struct tide_pool *p)
 {
     return p->busy_count - p->held_count;
-}
-
-/* Past its life: it takes no new loan. */
-static bool aged(const struct slot *s, int64_t now)
-{
-    return s->dies != TIDE_FOREVER && now >= s->dies;
-}
-
-static bool expired(const struct tide_pool *p, const struct slot *s,
-                    int64_t now)
-{
-    if (aged(s, now))
-        return true;
-    return p->limits.keep != TIDE_FOREVER &&
-           tide__elapsed(s->since, now) >= p->limits.keep;
-}
-
-/* Out of the idle stack in one of the states (lent, shared, held ...):
- * they are the values from HELD_DRAINED up to NIL, which no place in the
- * stack reaches. For a slot the map found. */
-static bool out(const struct slot *s)
-{
-    return s->link >= HELD_DRAINED && s->link != NIL;
-}
-
-/* Held for a check, drained meanwhile or not. */
-static bool held(const struct slot *s)
-{
-    return s->link == HELD || s->link == HELD_DRAINED;
-}
-
-_Static_assert(sizeof(struct tide_taken) == 16,
-               "the answer must stay small enough to return in registers");
-
-static struct tide_taken answer(enum tide_answer a, void *item, int64_t span,
-                                enum tide_guard guard)
-{
-    if (a == TIDE_LATER)
-        return (struct tide_taken){.answer = a, .guard = guard, .span = span};
-    return (struct tide_taken){.answer = a, .guard = guard, .item = item};
 }
 
 /* The life of a resource made with this roll: life shortened by a share
@@ -509,85 +324,19 @@ static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
 
 /* The newest idle one, past keep or life: out of the pool and the count,
  * for the caller to close. */
-static struct tide_taken hand_stale(struct tide_pool *p)
+struct tide_taken tide__pool_hand_stale(struct tide_pool *p)
 {
     uint32_t i = idle_pop(p);
     void *item = p->slots[i].item;
-    slot_release(p, i);
+    tide__pool_slot_release(p, i);
     return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
 }
 
 static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 {
     if (expired(p, &p->slots[idle_newest(p)], now))
-        return hand_stale(p);
+        return tide__pool_hand_stale(p);
     return lend(p, now);
-}
-
-/* ---- shared loans: lending ---- */
-
-/* lend_idle in a pool with shared loans: its first loan, SHARED (in the
- * room of one loan, with room for more) or ALONE. */
-TIDE__NOINLINE static struct tide_taken lend_idle_shared(struct tide_pool *p,
-                                                        int64_t now,
-                                                        uint32_t state)
-{
-    if (expired(p, &p->slots[idle_newest(p)], now))
-        return hand_stale(p);
-    uint32_t i = idle_pop(p);
-    struct slot *s = &p->slots[i];
-    s->link = state;
-    s->since = now;
-    p->busy_count++;
-    tide__shares_move(&p->shares, i, +1, state == SHARED);
-    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
-}
-
-/* One loan more on a resource carrying `loans`: its `since` becomes the
- * mean start of its loans, which is what each of their tickets settles as
- * with the shedder, the loans of one resource not being told apart.
- * Taking a loan off at the mean leaves the mean where it is. */
-static void loan_started(struct slot *s, uint32_t loans, int64_t now)
-{
-    int64_t n = (int64_t)loans + 1;
-    if (now >= s->since)
-        s->since += tide__elapsed(s->since, now) / n;
-    else
-        s->since -= tide__elapsed(now, s->since) / n;
-}
-
-/* A shared loan made to s, which carried `loans` before it, noted for the
- * shedder: READY with s. */
-TIDE__NOINLINE static struct tide_taken lent_noted(struct slot *s,
-                                                  uint32_t loans, int64_t now)
-{
-    loan_started(s, loans, now);
-    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
-}
-
-/* One loan more on resource i, which has room. */
-static struct tide_taken lend_more(struct tide_pool *p, uint32_t i,
-                                   int64_t now)
-{
-    struct slot *s = &p->slots[i];
-    if (p->has_shedder)
-        loan_started(s, p->shares.of[i].loans, now);
-    tide__shares_change(&p->shares, i, +1, true);
-    p->extra_loans++;
-    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
-}
-
-/* The resource with room the sharing picks; one found past its life on
- * the way leaves the rooms (it takes no new loan) and the next is asked.
- * TIDE__SHARE_NONE when none has room. */
-static uint32_t room_pick(struct tide_pool *p, int64_t now)
-{
-    for (;;) {
-        uint32_t i = tide__shares_pick(&p->shares, p->limits.sharing);
-        if (i == TIDE__SHARE_NONE || !aged(&p->slots[i], now))
-            return i;
-        tide__shares_place(&p->shares, i, false);
-    }
 }
 
 /* Reserves the free slot at the head of the free list for a make answered
@@ -643,8 +392,8 @@ static bool guards_open(const struct tide_pool *p, int64_t now)
 }
 
 /* No idle one: make one, if the limits and the guards allow. */
-TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
-                                                 int64_t now, double roll)
+TIDE__NOINLINE struct tide_taken tide__pool_take_new(struct tide_pool *p,
+                                                     int64_t now, double roll)
 {
     if (live(p) >= p->limits.size)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
@@ -659,7 +408,7 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
 
 /* Whether the pool lends nothing now, closed or its breaker down, and
  * then the refusal in *no. */
-static bool refuses(struct tide_pool *p, int64_t now, struct tide_taken *no)
+bool tide__pool_refuses(struct tide_pool *p, int64_t now, struct tide_taken *no)
 {
     if (p->closed)
         *no = answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
@@ -673,43 +422,32 @@ static bool refuses(struct tide_pool *p, int64_t now, struct tide_taken *no)
 /* The newest idle one, lent as `state` unless the shedder holds lending
  * back. A stale one is handed back even while shedding: closing it is the
  * cleanup a loaded host wants, and it lends nothing. */
-static struct tide_taken take_idle_as(struct tide_pool *p, int64_t now,
-                                      uint32_t state)
+struct tide_taken tide__pool_take_idle_as(struct tide_pool *p, int64_t now,
+                                          uint32_t state)
 {
     if (p->has_shedder && !expired(p, &p->slots[idle_newest(p)], now) &&
         !tide__shedder_admit(&p->shedder, in_flight(p)))
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
     if (state == LENT)
         return lend_idle(p, now);
-    return lend_idle_shared(p, now, state);
+    return tide__pool_lend_idle_shared(p, now, state);
 }
-
-static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
-                                     double roll, bool make);
 
 /* Everything take decides, in order, for the cases tide_pool_take leaves:
  * a closed pool, a breaker that is down, an idle head stale or held back,
  * and every take of a pool with shared loans. */
-TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
-                                                  int64_t now, double roll)
+TIDE__NOINLINE struct tide_taken tide__pool_take_slow(struct tide_pool *p,
+                                                      int64_t now, double roll)
 {
     struct tide_taken no;
-    if (refuses(p, now, &no))
+    if (tide__pool_refuses(p, now, &no))
         return no;
     if (p->shared)
-        return take_shared(p, now, roll, true);
+        return tide__pool_take_shared(p, now, roll, true);
     if (p->idle_count > 0)
-        return take_idle_as(p, now, LENT);
-    return take_new(p, now, roll);
+        return tide__pool_take_idle_as(p, now, LENT);
+    return tide__pool_take_new(p, now, roll);
 }
-
-/* The common cases first: a fresh idle one to lend, or none and room to
- * make one. The checks here have no side effects, so whatever they leave
- * to take_slow is decided there from the start, exactly as ever. A breaker
- * that is down goes that way because asking it whether to recover may call
- * the user's strategy. */
-static struct tide_taken take_shared_fast(struct tide_pool *p, int64_t now,
-                                          double roll);
 
 /* tide_pool_take's way out of its path for one loan a resource: a shared
  * pool's own path, or take_slow. */
@@ -717,10 +455,15 @@ TIDE__NOINLINE static struct tide_taken take_detour(struct tide_pool *p,
                                                     int64_t now, double roll)
 {
     if (p->shared)
-        return take_shared_fast(p, now, roll);
-    return take_slow(p, now, roll);
+        return tide__pool_take_shared_fast(p, now, roll);
+    return tide__pool_take_slow(p, now, roll);
 }
 
+/* The common cases first: a fresh idle one to lend, or none and room to
+ * make one. The checks here have no side effects, so whatever they leave
+ * to take_slow is decided there from the start, exactly as ever. A breaker
+ * that is down goes that way because asking it whether to recover may call
+ * the user's strategy. */
 struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
     if (!p)
@@ -728,21 +471,19 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
     if (p->detour || p->breaker.state == TIDE_BREAKER_INACTIVE)
         return take_detour(p, now, roll);
     if (p->idle_count == 0)
-        return take_new(p, now, roll);
+        return tide__pool_take_new(p, now, roll);
     if (expired(p, &p->slots[idle_newest(p)], now) ||
         !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
-        return take_slow(p, now, roll);
+        return tide__pool_take_slow(p, now, roll);
     return lend(p, now);
 }
-
-static struct tide_taken take_live_shared(struct tide_pool *p, int64_t now);
 
 struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->shared)
-        return take_live_shared(p, now);
+        return tide__pool_take_live_shared(p, now);
     if (p->idle_count == 0)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     /* take's own path with one idle: the roll is for makes, and there is
@@ -750,105 +491,8 @@ struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
     if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
         expired(p, &p->slots[idle_newest(p)], now) ||
         !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
-        return take_slow(p, now, 0.0);
+        return tide__pool_take_slow(p, now, 0.0);
     return lend(p, now);
-}
-
-/* ---- shared loans: taking ---- */
-
-/* A shared take once the pool lends: in the order the sharing says, a
- * resource with loans and room for another, or an idle one (spread asks
- * the idle first, as they carry the fewest loans of all; pack asks them
- * last); else a make, or WAIT where only a live one will do. */
-static struct tide_taken take_shared(struct tide_pool *p, int64_t now,
-                                     double roll, bool make)
-{
-    if (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)
-        return take_idle_as(p, now, SHARED);
-    uint32_t i = room_pick(p, now);
-    if (i != TIDE__SHARE_NONE) {
-        if (!tide__shedder_admit(&p->shedder, in_flight(p)))
-            return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
-        return lend_more(p, i, now);
-    }
-    if (p->idle_count > 0)
-        return take_idle_as(p, now, SHARED);
-    if (!make)
-        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
-    return take_new(p, now, roll);
-}
-
-/* The common shared takes, as tide_pool_take's for one loan a resource:
- * the pool open and the shedder letting it lend, and then the resource the
- * sharing picks: one with room within its life, or an idle one still fresh
- * (spread's first choice, pack's when none has room). The checks have no
- * side effects, so whatever they leave to take_slow is decided there from
- * the start. */
-TIDE__NOINLINE static struct tide_taken take_shared_fast(struct tide_pool *p,
-                                                         int64_t now,
-                                                         double roll)
-{
-    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
-        (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p))))
-        return take_slow(p, now, roll);
-    if (!tide__shares_any_room(&p->shares) ||
-        (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)) {
-        if (p->idle_count == 0 ||
-            expired(p, &p->slots[idle_newest(p)], now))
-            return take_slow(p, now, roll);
-        return lend_idle_shared(p, now, SHARED);
-    }
-    uint32_t n = tide__shares_room_to_pick(&p->shares, p->limits.sharing);
-    uint32_t i = p->shares.room[n];
-    struct slot *s = &p->slots[i];
-    /* with no life to outlive, the pick needs no look at its slot: the
-     * next take then does not wait on this one's load of it */
-    if (p->limits.life != TIDE_FOREVER && aged(s, now))
-        return take_slow(p, now, roll);
-    tide__shares_lend_picked(&p->shares, i, n);
-    p->extra_loans++;
-    if (p->has_shedder) /* last, so nothing is kept across the call */
-        return lent_noted(s, n, now);
-    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
-}
-
-/* tide_pool_take_idle with shared loans: a live one will do, idle or with
- * room; with neither, WAIT and nothing else, as with streams 1. (Asking
- * the rooms clears them of what is past its life, which no answer shows.) */
-static struct tide_taken take_live_shared(struct tide_pool *p, int64_t now)
-{
-    if (p->idle_count == 0 && room_pick(p, now) == TIDE__SHARE_NONE)
-        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
-    struct tide_taken no;
-    if (refuses(p, now, &no))
-        return no;
-    return take_shared(p, now, 0.0, false);
-}
-
-/* With streams 1 every loan is alone: the plain take. */
-struct tide_taken tide_pool_take_alone(struct tide_pool *p, int64_t now,
-                                       double roll)
-{
-    if (!p || !p->shared)
-        return tide_pool_take(p, now, roll);
-    struct tide_taken no;
-    if (refuses(p, now, &no))
-        return no;
-    if (p->idle_count > 0)
-        return take_idle_as(p, now, ALONE);
-    return take_new(p, now, roll);
-}
-
-struct tide_taken tide_pool_take_idle_alone(struct tide_pool *p, int64_t now)
-{
-    if (!p || !p->shared)
-        return tide_pool_take_idle(p, now);
-    if (p->idle_count == 0)
-        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
-    struct tide_taken no;
-    if (refuses(p, now, &no))
-        return no;
-    return take_idle_as(p, now, ALONE);
 }
 
 struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
@@ -872,7 +516,7 @@ int tide_pool_hold(struct tide_pool *p, void *item)
     struct slot *s = &p->slots[i];
     if (out(s))
         return TIDE_ENOTIDLE;
-    idle_unlink(p, i);
+    tide__pool_idle_unlink(p, i);
     s->link = HELD;
     p->busy_count++;
     p->held_count++;
@@ -910,15 +554,6 @@ TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
         p->idle_bottom = at; /* 0: the stack was empty */
 }
 
-/* A new resource's first loan with shared loans: it may carry up to
- * limits.streams until told otherwise, and takes more from now on. */
-TIDE__NOINLINE static void first_shared_loan(struct tide_pool *p, uint32_t i)
-{
-    p->slots[i].link = SHARED;
-    tide__shares_reset(&p->shares, i, (uint16_t)p->limits.streams);
-    tide__shares_change(&p->shares, i, +1, true);
-}
-
 /* Turns the oldest reservation into a lent resource born now; `at` is the
  * empty map cell seek found for item. */
 static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
@@ -933,7 +568,7 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     tide__itemmap_put(&p->map, at, i);
     p->reserved_count--;
     if (p->shared)
-        first_shared_loan(p, i);
+        tide__pool_first_shared_loan(p, i);
     return i;
 }
 
@@ -1026,7 +661,7 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
     int64_t since = p->slots[i].since;
     p->busy_count--;
     p->reserved_count--;
-    slot_release(p, i);
+    tide__pool_slot_release(p, i);
     if (p->has_shedder)
         tide__shedder_settle(&p->shedder, since, now);
     make_failed(p, now, roll);
@@ -1059,7 +694,7 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 }
 
 /* Settles the loan of a lent slot; a held one had no ticket. */
-static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
+void tide__pool_end_loan(struct tide_pool *p, struct slot *s, int64_t now)
 {
     p->busy_count--;
     if (held(s))
@@ -1068,31 +703,9 @@ static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
 
-/* One loan of lent resource i ends, its ticket settled: how many are still
- * out of it. With streams 1 that was its only one. A resource left with
- * loans and room goes back to a room if it takes new ones (SHARED), even
- * past its life: the next pick that finds it so takes it out. */
-static uint32_t loan_ends(struct tide_pool *p, uint32_t i, int64_t now)
-{
-    struct slot *s = &p->slots[i];
-    if (p->has_shedder)
-        tide__shedder_settle(&p->shedder, s->since, now);
-    if (!p->shared) {
-        p->busy_count--;
-        return 0;
-    }
-    tide__shares_change(&p->shares, i, -1, s->link == SHARED);
-    uint32_t left = p->shares.of[i].loans;
-    if (left > 0)
-        p->extra_loans--;
-    else
-        p->busy_count--;
-    return left;
-}
-
 /* Resource i leaves the books, its loans all ended: 0, give's answer
  * (the caller closes it). */
-static int leave_books(struct tide_pool *p, uint32_t i, uint32_t at)
+int tide__pool_leave_books(struct tide_pool *p, uint32_t i, uint32_t at)
 {
     slot_free(p, i);
     tide__itemmap_erase(&p->map, at);
@@ -1101,68 +714,19 @@ static int leave_books(struct tide_pool *p, uint32_t i, uint32_t at)
 
 /* Closes the hole a resource that left made in the map (see
  * tide__itemmap_clear); 0, give's answer, so give can end in it. */
-TIDE__NOINLINE static int give_shifting(struct tide_pool *p, uint32_t at)
+TIDE__NOINLINE int tide__pool_give_shifting(struct tide_pool *p, uint32_t at)
 {
     tide__itemmap_shift(&p->map, at);
     return 0;
 }
 
-/* Whether a resource given back now is kept idle. */
-static bool keeps(const struct tide_pool *p)
-{
-    return !p->closed && p->idle_count < p->limits.idle;
-}
-
-/* Keeps slot i idle, the newest: 1, give's answer. */
-static TIDE__INLINE int give_idle(struct tide_pool *p, uint32_t i, int64_t now)
-{
-    p->slots[i].since = now;
-    idle_push(p, i);
-    return 1;
-}
-
 /* give_idle once the stack's holes are closed; out of line, so the give
  * that needs no compaction makes no call. */
-TIDE__NOINLINE static int give_compacting(struct tide_pool *p, uint32_t i,
-                                          int64_t now)
+TIDE__NOINLINE int tide__pool_give_compacting(struct tide_pool *p, uint32_t i,
+                                              int64_t now)
 {
     idle_compact(p);
     return give_idle(p, i, now);
-}
-
-/* The end of a give whose loan is settled: the resource becomes the idle
- * head (1) or leaves the books (0). No call but a tail one, so the common
- * give stays a leaf. */
-static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
-                                      uint32_t at, int64_t now)
-{
-    if (!keeps(p)) {
-        slot_free(p, i); /* first: then nothing is live across the erase */
-        return tide__itemmap_clear(&p->map, at) ? 0 : give_shifting(p, at);
-    }
-    if (idle_full(p))
-        return give_compacting(p, i, now);
-    return give_idle(p, i, now);
-}
-
-/* A give in one of the states shared loans, a break or a drain bring:
- * one loan ends. 1 while others are still out; then the resource goes idle
- * or leaves as any does, but a broken or drained one always leaves (0:
- * the caller closes it). */
-static int give_loan(struct tide_pool *p, uint32_t i, uint32_t at,
-                     int64_t now)
-{
-    struct slot *s = &p->slots[i];
-    uint32_t state = s->link;
-    if (state == HELD_DRAINED) {
-        end_loan(p, s, now);
-        return leave_books(p, i, at);
-    }
-    if (loan_ends(p, i, now) > 0)
-        return 1;
-    if (state == BROKEN || state == DRAINED)
-        return leave_books(p, i, at);
-    return idle_or_leave(p, i, at, now);
 }
 
 /* give, once the slot and its map cell are known: every case. */
@@ -1173,37 +737,14 @@ TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
     if (!out(s))
         return TIDE_EDOUBLE;
     if (s->link != LENT && s->link != HELD)
-        return give_loan(p, i, at, now);
+        return tide__pool_give_loan(p, i, at, now);
     bool was_held = s->link == HELD;
-    end_loan(p, s, now);
+    tide__pool_end_loan(p, s, now);
     if (was_held && keeps(p)) {
         unhold(p, i); /* back at its place by rest time */
         return 1;
     }
     return idle_or_leave(p, i, at, now);
-}
-
-/* give_shared's every case. */
-TIDE__NOINLINE static int give_shared_slow(struct tide_pool *p, uint32_t i,
-                                           uint32_t at, int64_t now)
-{
-    if (loan_ends(p, i, now) > 0)
-        return 1;
-    return idle_or_leave(p, i, at, now);
-}
-
-/* A give of a shared loan, straight from tide_pool_give. The common one,
- * which leaves others out and has no ticket to settle, is a leaf; the rest
- * go to give_shared_slow (a last loan inline here would cost every give
- * the registers its way to the idle stack takes). */
-TIDE__NOINLINE static int give_shared(struct tide_pool *p, uint32_t i,
-                                      uint32_t at, int64_t now)
-{
-    if (p->shares.of[i].loans < 2 || now <= p->shedder.steady_after)
-        return give_shared_slow(p, i, at, now);
-    tide__shares_move(&p->shares, i, -1, true); /* SHARED: open */
-    p->extra_loans--;
-    return 1;
 }
 
 /* give of a pointer the pool does not know: adopted, then given. */
@@ -1229,9 +770,9 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
     if (s->link != LENT || now <= p->shedder.steady_after)
-        return s->link == SHARED ? give_shared(p, i, at, now)
+        return s->link == SHARED ? tide__pool_give_shared(p, i, at, now)
                                  : give_found(p, i, at, now);
-    p->busy_count--; /* end_loan, with no ticket to settle */
+    p->busy_count--; /* tide__pool_end_loan, with no ticket to settle */
     return idle_or_leave(p, i, at, now);
 }
 
@@ -1254,11 +795,8 @@ uint32_t tide_pool_slot(const struct tide_pool *p, const void *item)
 TIDE__NOINLINE static int give_at_other(struct tide_pool *p, uint32_t slot,
                                         void *item, int64_t now)
 {
-    if (p->slots[slot].link == SHARED && p->shares.of[slot].loans > 1) {
-        (void)loan_ends(p, slot, now);
-        return 1;
-    }
-    return tide_pool_give(p, item, now);
+    int kept = tide__pool_give_at_shared(p, slot, now);
+    return kept == 1 ? kept : tide_pool_give(p, item, now);
 }
 
 int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
@@ -1269,9 +807,9 @@ int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
     if (p->slots[slot].link != LENT || now <= p->shedder.steady_after ||
         !keeps(p))
         return give_at_other(p, slot, item, now);
-    p->busy_count--; /* end_loan, with no ticket to settle */
+    p->busy_count--; /* tide__pool_end_loan, with no ticket to settle */
     if (idle_full(p))
-        return give_compacting(p, slot, now);
+        return tide__pool_give_compacting(p, slot, now);
     return give_idle(p, slot, now);
 }
 
@@ -1285,99 +823,18 @@ int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
         return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
     if (!out(s)) {
-        idle_unlink(p, i);
+        tide__pool_idle_unlink(p, i);
     } else if (s->link == LENT || held(s)) {
-        end_loan(p, s, now);
+        tide__pool_end_loan(p, s, now);
     } else {
         /* A loan of a shared resource (or of one broken or drained): the
          * borrower says the connection broke, which it did for every
          * loan of it. The last of them to come back hands it over. */
-        s->link = BROKEN;
-        if (loan_ends(p, i, now) > 0)
+        if (tide__pool_drop_loan(p, i, now) > 0)
             return 1;
     }
     tide__itemmap_erase(&p->map, at);
     slot_free(p, i);
-    return 0;
-}
-
-/* ---- shared loans: breaking, draining, exclusive ---- */
-
-int tide_pool_break(struct tide_pool *p, void *item)
-{
-    if (!p || !item)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
-    struct slot *s = &p->slots[i];
-    if (s->link == BROKEN)
-        return 0;
-    if (!out(s) || held(s))
-        return TIDE_ENOTLENT;
-    s->link = BROKEN;
-    if (p->shared)
-        tide__shares_place(&p->shares, i, false);
-    return 1;
-}
-
-/* A capacity of 0: no new loan, and the resource leaves once none is out:
- * an idle one now (0: the caller closes it), one lent or held when the last
- * loan or the check comes back. A broken one stays broken. */
-static int drain(struct tide_pool *p, uint32_t i)
-{
-    struct slot *s = &p->slots[i];
-    if (!out(s)) {
-        idle_unlink(p, i);
-        slot_release(p, i);
-        return 0;
-    }
-    if (s->link == HELD) {
-        s->link = HELD_DRAINED;
-    } else if (s->link == LENT || s->link == SHARED || s->link == ALONE) {
-        s->link = DRAINED;
-        if (p->shared)
-            tide__shares_place(&p->shares, i, false);
-    }
-    return 1;
-}
-
-int tide_pool_set_streams(struct tide_pool *p, void *item, int64_t streams)
-{
-    if (!p || !item || streams < 0)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
-    if (streams == 0)
-        return drain(p, i);
-    if (p->shared) { /* with streams 1 every resource carries one */
-        int64_t most = p->limits.streams;
-        p->shares.of[i].streams = (uint16_t)(streams < most ? streams : most);
-        if (p->slots[i].link == SHARED)
-            tide__shares_place(&p->shares, i, true);
-    }
-    return 1;
-}
-
-int tide_pool_alone(struct tide_pool *p, void *item)
-{
-    if (!p || !item)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
-    struct slot *s = &p->slots[i];
-    if (!out(s) || held(s))
-        return TIDE_ENOTLENT;
-    if (!p->shared) /* streams 1: every loan is alone */
-        return 0;
-    if (p->shares.of[i].loans > 1)
-        return TIDE_ESHARED;
-    if (s->link == SHARED) {
-        s->link = ALONE;
-        tide__shares_place(&p->shares, i, false);
-    }
     return 0;
 }
 
@@ -1394,11 +851,11 @@ size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
             out[k++] = p->slots[i].item;
             *stack_at(p, place) = NIL; /* the ends are trimmed after */
             p->idle_count--;
-            slot_release(p, i);
+            tide__pool_slot_release(p, i);
         }
     }
     if (k > 0)
-        idle_trim(p);
+        tide__pool_idle_trim(p);
     return k;
 }
 
@@ -1413,7 +870,7 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
     while (p->idle_count > 0 && k < n) {
         uint32_t i = idle_pop(p);
         out[k++] = p->slots[i].item;
-        slot_release(p, i);
+        tide__pool_slot_release(p, i);
     }
     return k;
 }
@@ -1431,8 +888,8 @@ int64_t tide_pool_idle(const struct tide_pool *p)
 }
 
 /* Exactly the path of tide_pool_take that answers WAIT with no side
- * effect: not closed, the breaker not INACTIVE (take_slow), nothing idle,
- * and take_new's first test. */
+ * effect: not closed, the breaker not INACTIVE (tide__pool_take_slow), nothing
+ * idle, and tide__pool_take_new's first test. */
 bool tide_pool_must_wait(const struct tide_pool *p)
 {
     return tide_pool_must_wait_alone(p) &&
@@ -1458,37 +915,6 @@ int64_t tide_pool_loans(const struct tide_pool *p)
     if (!p)
         return 0;
     return p->busy_count - p->held_count - p->reserved_count + p->extra_loans;
-}
-
-int64_t tide_pool_busiest(const struct tide_pool *p)
-{
-    if (!p)
-        return 0;
-    if (p->shared)
-        return tide__shares_busiest(&p->shares);
-    return tide_pool_loans(p) > 0;
-}
-
-int tide_pool_share(const struct tide_pool *p, const void *item,
-                    struct tide_share *out)
-{
-    if (!p || !item || !out)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
-    uint32_t state = p->slots[i].link;
-    bool lent = state == LENT || state == SHARED || state == ALONE ||
-                state == BROKEN || state == DRAINED;
-    bool drained = state == DRAINED || state == HELD_DRAINED;
-    *out = (struct tide_share){
-        .loans = p->shared ? p->shares.of[i].loans : lent,
-        .streams = drained ? 0 : p->shared ? p->shares.of[i].streams : 1,
-        .broken = state == BROKEN,
-        .draining = drained,
-        .alone = state == ALONE || (!p->shared && lent),
-    };
-    return 0;
 }
 
 double tide_pool_refusal(struct tide_pool *p, int64_t now)

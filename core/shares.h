@@ -58,14 +58,14 @@ struct tide__bitmap {
 };
 
 struct tide__shares {
-    struct tide__share *of; /* per slot, `capacity` of them */
-    uint32_t *room;         /* room[n]: the newest with n loans and room
-                               for more, 1 <= n < streams */
-    struct tide__bitmap rooms; /* the rooms not empty */
-    uint32_t *census;       /* census[n]: resources lent with n loans and
-                               in no room, 1 <= n <= streams */
+    struct tide__share *of;      /* per slot, `capacity` of them */
+    uint32_t *room;              /* room[n]: the newest with n loans and room
+                                    for more, 1 <= n < streams */
+    struct tide__bitmap rooms;   /* the rooms not empty */
+    uint32_t *census;            /* census[n]: resources lent with n loans and
+                                    in no room, 1 <= n <= streams */
     struct tide__bitmap counted; /* the counts census holds */
-    uint32_t streams;       /* limits.streams */
+    uint32_t streams;            /* limits.streams */
 };
 
 /* 0, or -1 when out of memory (nothing to dispose then). */
@@ -170,8 +170,7 @@ static inline void tide__bitmap_unmark(struct tide__bitmap *b, uint32_t n)
 }
 
 /* The lowest or the highest count in the set, which is not empty. */
-static inline uint32_t tide__bitmap_end(const struct tide__bitmap *b,
-                                        bool low)
+static inline uint32_t tide__bitmap_end(const struct tide__bitmap *b, bool low)
 {
     uint32_t n = tide__end_bit(b->top, low);
     if (b->levels == 1)
@@ -231,8 +230,7 @@ static TIDE__INLINE void tide__shares_uncount(struct tide__shares *sh,
 }
 
 /* Takes i out of where its loans are counted: its room, or the census. */
-static TIDE__INLINE void tide__shares_lift(struct tide__shares *sh,
-                                           uint32_t i)
+static TIDE__INLINE void tide__shares_lift(struct tide__shares *sh, uint32_t i)
 {
     if (tide__shares_in_room(sh, i))
         tide__shares_leave_room(sh, i);
@@ -262,8 +260,8 @@ static TIDE__INLINE void tide__shares_settle(struct tide__shares *sh,
 
 /* One loan more (+1) or fewer (-1) on slot i; it is then in the room of
  * its new count when `open` and it has room, and counted otherwise. */
-static TIDE__INLINE void tide__shares_move(struct tide__shares *sh,
-                                           uint32_t i, int delta, bool open)
+static TIDE__INLINE void tide__shares_move(struct tide__shares *sh, uint32_t i,
+                                           int delta, bool open)
 {
     tide__shares_lift(sh, i);
     sh->of[i].loans = (uint16_t)(sh->of[i].loans + delta);
