@@ -570,9 +570,10 @@ static void shared_setup(struct run *r, size_t size, int64_t streams,
     r->rng = UINT64_C(0x9E3779B97F4A7C15);
     r->items = items_new(size);
     r->hot = size < HOT_MAX ? size : HOT_MAX;
-    struct tide_limits l = TIDE_LIMITS(
-        .size = (int64_t)size, .idle = (int64_t)size, .keep = TIDE_FOREVER,
-        .life = TIDE_FOREVER, .streams = streams, .sharing = sharing);
+    struct tide_limits l =
+        TIDE_LIMITS(.size = (int64_t)size, .idle = (int64_t)size,
+                    .keep = TIDE_FOREVER, .life = TIDE_FOREVER,
+                    .streams = streams, .sharing = sharing);
     int rc = tide_pool_new(&l, NULL, 0, &r->pool);
     if (rc)
         die(tide_strerror(rc), rc);
@@ -605,8 +606,8 @@ static double shared_row(size_t size, double target)
     double pack = bench_median(l[1].ns, REPS);
     double spread = bench_median(l[2].ns, REPS);
     double worst = pack > spread ? pack / one : spread / one;
-    printf("%-11s %7zu %9.2f %9.2f %7.2f %9.2f %7.2f%s\n", "shared", size,
-           one, pack, pack / one, spread, spread / one,
+    printf("%-11s %7zu %9.2f %9.2f %7.2f %9.2f %7.2f%s\n", "shared", size, one,
+           pack, pack / one, spread, spread / one,
            worst > SHARED_GOAL ? "  over 1.5x" : "");
     fflush(stdout);
     for (int k = 0; k < 3; k++)
@@ -1009,8 +1010,8 @@ static struct bytes bytes_measure(void)
         pool_measured(TIDE_UNLIMITED, SHARED_STREAMS, &b.fixed_shared);
     for (size_t i = 0; i < NSIZES; i++) {
         pools[i] = pool_measured((int64_t)sizes[i], 1, &b.pool[i]);
-        shared[i] = pool_measured((int64_t)sizes[i], SHARED_STREAMS,
-                                  &b.shared[i]);
+        shared[i] =
+            pool_measured((int64_t)sizes[i], SHARED_STREAMS, &b.shared[i]);
         size_t before = bench_heap_in_use();
         floors[i] = floor_new(sizes[i], sizes[i]);
         b.floor[i] = bench_heap_in_use() - before;
@@ -1043,8 +1044,7 @@ static double bytes_table(const struct bytes *b)
         if (per > worst)
             worst = per;
         printf("%7zu %11zu %10.1f %10.1f %10.1f %12.1f%s\n", sizes[i],
-               b->pool[i], per, (double)b->pool[i] / n,
-               (double)b->floor[i] / n,
+               b->pool[i], per, (double)b->pool[i] / n, (double)b->floor[i] / n,
                (double)(b->shared[i] - b->fixed_shared) / n,
                per > BYTES_GOAL ? "  over 48" : "");
     }

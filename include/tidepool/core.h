@@ -124,20 +124,20 @@ enum tide_sharing {
  * TIDE_UNLIMITED / TIDE_FOREVER. Negative values are refused by tide_pool_new
  * with TIDE_ELIMITS, never clamped. */
 struct tide_limits {
-    int64_t size;  /* how many may be live at once: idle, lent and being
-                      made. Preset 10. */
-    int64_t idle;  /* how many may sit idle; a give beyond it answers "not
-                      kept". Preset: the size (10 when size is preset too),
-                      so a pool that grew under load does not throw away
-                      what it just made. An explicit idle is honoured. */
-    int64_t keep;  /* ns an idle resource may sit before it is retired.
-                      Preset 30 min: a warm pool survives a quiet spell. */
-    int64_t life;  /* ns a resource may live at all, however busy. Preset
-                      TIDE_FOREVER. */
-    double spread; /* shorten each resource's life by a random share up to
-                      this fraction, drawn from its MAKE's roll, so a pool
-                      filled in one burst does not expire in one burst.
-                      [0, 1]; preset 0. */
+    int64_t size;    /* how many may be live at once: idle, lent and being
+                        made. Preset 10. */
+    int64_t idle;    /* how many may sit idle; a give beyond it answers "not
+                        kept". Preset: the size (10 when size is preset too),
+                        so a pool that grew under load does not throw away
+                        what it just made. An explicit idle is honoured. */
+    int64_t keep;    /* ns an idle resource may sit before it is retired.
+                        Preset 30 min: a warm pool survives a quiet spell. */
+    int64_t life;    /* ns a resource may live at all, however busy. Preset
+                        TIDE_FOREVER. */
+    double spread;   /* shorten each resource's life by a random share up to
+                        this fraction, drawn from its MAKE's roll, so a pool
+                        filled in one burst does not expire in one burst.
+                        [0, 1]; preset 0. */
     int64_t streams; /* how many loans one resource may carry at once: the
                         streams of an HTTP/2 connection, the requests
                         pipelined on one Redis connection. Each resource's

@@ -152,8 +152,7 @@ static void fill_reservation(struct drive *d, int id)
     d->place[id] = PLACE_NONE;
     d->made++;
     d->capacity[id] = (int)d->limits.streams;
-    to_lent(d, id, later(d->now, life),
-            d->shared ? LENT_SHARED : LENT_PLAIN);
+    to_lent(d, id, later(d->now, life), d->shared ? LENT_SHARED : LENT_PLAIN);
 }
 
 /* ---- picking resources for an operation ---- */
@@ -701,9 +700,7 @@ static void check_share(struct drive *d, int id)
     bool drained = (lent && as == LENT_DRAINED) ||
                    (at == PLACE_HELD && d->held_drained[id]);
     DRIVE_CHECK(s.loans == (lent ? d->loans[id] : 0));
-    DRIVE_CHECK(s.streams == (drained     ? 0
-                              : d->shared ? d->capacity[id]
-                                          : 1));
+    DRIVE_CHECK(s.streams == (drained ? 0 : d->shared ? d->capacity[id] : 1));
     DRIVE_CHECK(s.broken == (lent && as == LENT_BROKEN));
     DRIVE_CHECK(s.draining == drained);
     DRIVE_CHECK(s.alone == (lent && (!d->shared || as == LENT_ALONE)));
@@ -768,8 +765,7 @@ static int pick_returning(struct drive *d, uint32_t arg)
 }
 
 /* The operations that shared loans brought. */
-static void step_shared(struct drive *d, uint32_t op, uint32_t arg,
-                        double roll)
+static void step_shared(struct drive *d, uint32_t op, uint32_t arg, double roll)
 {
     switch (op % 8) {
     case 0:

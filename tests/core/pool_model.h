@@ -76,11 +76,11 @@ struct drive {
     int n_reserved;
     /* shared loans, by id, while on the books */
     int loans[DRIVE_ITEMS];
-    int capacity[DRIVE_ITEMS];       /* loans it may carry now */
+    int capacity[DRIVE_ITEMS];         /* loans it may carry now */
     enum lent_as lent_as[DRIVE_ITEMS]; /* while lent */
-    bool held_drained[DRIVE_ITEMS];  /* while held: drained meanwhile */
-    bool in_room[DRIVE_ITEMS];       /* takes the next shared loan if picked */
-    long room_stamp[DRIVE_ITEMS];    /* when it came to its room */
+    bool held_drained[DRIVE_ITEMS];    /* while held: drained meanwhile */
+    bool in_room[DRIVE_ITEMS];    /* takes the next shared loan if picked */
+    long room_stamp[DRIVE_ITEMS]; /* when it came to its room */
     long stamps;
     /* where each resource is, as the driver saw it go */
     enum place place[DRIVE_ITEMS];

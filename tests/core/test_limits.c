@@ -49,12 +49,12 @@ static const struct tide_limits bad_streams[] = {
     {.streams = TIDE_STREAMS_MAX + 1},
     {.streams = TIDE_UNLIMITED},
     {.sharing = (enum tide_sharing)2},
-    {.sharing = (enum tide_sharing)-1},
+    {.sharing = (enum tide_sharing) - 1},
 };
 
-#define NNEGATIVE  (sizeof negative / sizeof negative[0])
+#define NNEGATIVE   (sizeof negative / sizeof negative[0])
 #define NBADSTREAMS (sizeof bad_streams / sizeof bad_streams[0])
-#define NBADSPREAD (sizeof bad_spread / sizeof bad_spread[0])
+#define NBADSPREAD  (sizeof bad_spread / sizeof bad_spread[0])
 
 /* ---- presets ------------------------------------------------------------ */
 
@@ -307,8 +307,7 @@ START_TEST(format_names_every_field_with_the_presets_resolved)
                    "streams=1 sharing=pack");
     assert_formats(TIDE_LIMITS(.size = 16, .idle = 4, .keep = TIDE_SEC(90),
                                .life = TIDE_MS(1500), .spread = 0.2,
-                               .streams = 100,
-                               .sharing = TIDE_SHARING_SPREAD),
+                               .streams = 100, .sharing = TIDE_SHARING_SPREAD),
                    "size=16 idle=4 keep=90s life=1500ms spread=0.2 "
                    "streams=100 sharing=spread");
 }
@@ -329,9 +328,12 @@ START_TEST(format_writes_spans_exactly)
         int64_t ns;
         const char *text;
     } spans[] = {
-        {TIDE_MIN(120), "2h"},    {TIDE_MIN(90), "90min"},
-        {TIDE_SEC(1), "1s"},      {TIDE_MS(1001), "1001ms"},
-        {TIDE_US(5), "5us"},      {1, "1ns"},
+        {TIDE_MIN(120), "2h"},
+        {TIDE_MIN(90), "90min"},
+        {TIDE_SEC(1), "1s"},
+        {TIDE_MS(1001), "1001ms"},
+        {TIDE_US(5), "5us"},
+        {1, "1ns"},
         {TIDE_SEC(1) + 1, "1000000001ns"},
         {TIDE_FOREVER - 1, "9223372036854775806ns"},
     };
@@ -353,8 +355,10 @@ START_TEST(format_writes_spread_to_nine_decimals)
         double spread;
         const char *text;
     } shares[] = {
-        {1.0, "1"},           {0.5, "0.5"},
-        {0.125, "0.125"},     {1.0 / 3.0, "0.333333333"},
+        {1.0, "1"},
+        {0.5, "0.5"},
+        {0.125, "0.125"},
+        {1.0 / 3.0, "0.333333333"},
         {0.000000001, "0.000000001"},
     };
     for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++) {
@@ -371,8 +375,10 @@ END_TEST
 /* Invalid limits print as they are, so a log shows the mistake. */
 START_TEST(format_shows_invalid_values_as_they_are)
 {
-    assert_formats((struct tide_limits){.size = -1, .keep = -TIDE_SEC(2),
-                                        .spread = -0.5, .streams = -3,
+    assert_formats((struct tide_limits){.size = -1,
+                                        .keep = -TIDE_SEC(2),
+                                        .spread = -0.5,
+                                        .streams = -3,
                                         .sharing = (enum tide_sharing)7},
                    "size=-1 idle=-1 keep=-2s life=forever spread=-0.5 "
                    "streams=-3 sharing=7");

@@ -18,9 +18,9 @@ void drive_failed(const char *what, const char *file, int line)
 
 /* How many loans a resource may carry in an episode. */
 enum streams {
-    ONE_LOAN,    /* streams 1: the exclusive pool */
-    SHARED,      /* 2 to 8, pack or spread */
-    EITHER,      /* one or the other, by the episode */
+    ONE_LOAN, /* streams 1: the exclusive pool */
+    SHARED,   /* 2 to 8, pack or spread */
+    EITHER,   /* one or the other, by the episode */
 };
 
 /* Random limits small enough that every answer comes up often. */

@@ -95,9 +95,8 @@ static void same_state(struct pair *pr)
 static void *pick_item(struct pair *pr)
 {
     if (pr->n_recent > 0 && rng_below(&pr->rng, 2))
-        return pr->recent[rng_below(&pr->rng, pr->n_recent < RECENT
-                                                  ? pr->n_recent
-                                                  : RECENT)];
+        return pr->recent[rng_below(
+            &pr->rng, pr->n_recent < RECENT ? pr->n_recent : RECENT)];
     return &pr->items[rng_below(&pr->rng, ITEMS)];
 }
 

@@ -82,7 +82,7 @@ START_TEST(pack_lends_the_busiest_with_room)
     ready(p, &res[1], 0); /* then the idle one */
     ck_assert_int_eq(tide_pool_idle(p), 0);
     ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1); /* res[0]: 3 */
-    ready(p, &res[0], 0); /* 3 loans beats 1 */
+    ready(p, &res[0], 0);                               /* 3 loans beats 1 */
     tide_pool_free(p);
 }
 END_TEST
@@ -370,8 +370,7 @@ START_TEST(one_failure_for_a_broken_shared_resource)
     struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
                                       .strikes = 2};
     struct tide_ward w = {.breaker = &bo};
-    struct tide_pool *p =
-        new_pool(TIDE_LIMITS(.size = 2, .streams = 8), &w);
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 8), &w);
     make_one(p, &res[0], 0);
     for (int k = 0; k < 5; k++)
         ready(p, &res[0], 0);

@@ -80,8 +80,7 @@ int oracle_pool_made_untried(struct oracle_pool *p, void *item, int64_t now)
     return tide_pool_made_untried(frozen(p), item, now);
 }
 
-void oracle_pool_tried(struct oracle_pool *p, int64_t now, double roll,
-                       bool ok)
+void oracle_pool_tried(struct oracle_pool *p, int64_t now, double roll, bool ok)
 {
     tide_pool_tried(frozen(p), now, roll, ok);
 }
