@@ -508,11 +508,10 @@ struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
 
 int tide_pool_hold(struct tide_pool *p, void *item)
 {
-    if (!p || !item)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
+    uint32_t i;
+    int rc = find_held(p, item, &i);
+    if (rc)
+        return rc;
     struct slot *s = &p->slots[i];
     if (out(s))
         return TIDE_ENOTIDLE;

@@ -149,6 +149,18 @@ static inline void slot_free(struct tide_pool *p, uint32_t i)
     p->free_head = i;
 }
 
+/* The slot of item, on the books (idle, lent or held), in *at: 0, or
+ * TIDE_EINVAL (NULL) or TIDE_EUNKNOWN, the answers of every call that
+ * names a resource the pool must hold. */
+static inline int find_held(const struct tide_pool *p, const void *item,
+                            uint32_t *at)
+{
+    if (!p || !item)
+        return TIDE_EINVAL;
+    *at = tide__itemmap_find(&p->map, item);
+    return *at == TIDE__ITEMMAP_NONE ? TIDE_EUNKNOWN : 0;
+}
+
 /* ---- decisions ---- */
 
 /* Idle, lent and being made. */

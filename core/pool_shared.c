@@ -261,11 +261,10 @@ uint32_t tide__pool_drop_loan(struct tide_pool *p, uint32_t i, int64_t now)
 
 int tide_pool_break(struct tide_pool *p, void *item)
 {
-    if (!p || !item)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
+    uint32_t i;
+    int rc = find_held(p, item, &i);
+    if (rc)
+        return rc;
     struct slot *s = &p->slots[i];
     if (s->link == BROKEN)
         return 0;
@@ -300,11 +299,12 @@ static int drain(struct tide_pool *p, uint32_t i)
 
 int tide_pool_set_streams(struct tide_pool *p, void *item, int64_t streams)
 {
-    if (!p || !item || streams < 0)
+    if (streams < 0)
         return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
+    uint32_t i;
+    int rc = find_held(p, item, &i);
+    if (rc)
+        return rc;
     if (streams == 0)
         return drain(p, i);
     if (p->shared) { /* with streams 1 every resource carries one */
@@ -318,11 +318,10 @@ int tide_pool_set_streams(struct tide_pool *p, void *item, int64_t streams)
 
 int tide_pool_alone(struct tide_pool *p, void *item)
 {
-    if (!p || !item)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
+    uint32_t i;
+    int rc = find_held(p, item, &i);
+    if (rc)
+        return rc;
     struct slot *s = &p->slots[i];
     if (!out(s) || held(s))
         return TIDE_ENOTLENT;
@@ -349,18 +348,19 @@ int64_t tide_pool_busiest(const struct tide_pool *p)
 }
 
 int tide_pool_share(const struct tide_pool *p, const void *item,
-                    struct tide_share *out)
+                    struct tide_share *share)
 {
-    if (!p || !item || !out)
+    if (!share)
         return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
+    uint32_t i;
+    int rc = find_held(p, item, &i);
+    if (rc)
+        return rc;
     uint32_t state = p->slots[i].link;
     bool lent = state == LENT || state == SHARED || state == ALONE ||
                 state == BROKEN || state == DRAINED;
     bool drained = state == DRAINED || state == HELD_DRAINED;
-    *out = (struct tide_share){
+    *share = (struct tide_share){
         .loans = p->shared ? p->shares.of[i].loans : lent,
         .streams = drained     ? 0
                    : p->shared ? p->shares.of[i].streams

@@ -453,18 +453,27 @@ static int give_by(struct drive *d, int id, enum give_by by, uint32_t arg)
     return tide_pool_give_at(d->pool, slot, item, d->now);
 }
 
-/* A held one back from its check: at its place among the idle by rest
- * time, unless it leaves. */
-static void expect_unheld(struct drive *d, int id, int rc)
+/* The end of a give of a resource's last loan or check: it leaves (0)
+ * when `leaving` or not kept, else it is idle again (1) and false. */
+static bool leaves_at_give(struct drive *d, int id, int rc, bool leaving)
 {
-    if (d->held_drained[id] || d->closed || d->n_idle >= d->limits.idle) {
+    if (leaving || d->closed || d->n_idle >= d->limits.idle) {
         DRIVE_CHECK(rc == 0);
         leave(d, id);
-        return;
+        return true;
     }
     DRIVE_CHECK(rc == 1);
     d->place[id] = PLACE_IDLE;
     d->n_lent--;
+    return false;
+}
+
+/* A held one back from its check: at its place among the idle by rest
+ * time, unless it leaves. */
+static void expect_unheld(struct drive *d, int id, int rc)
+{
+    if (leaves_at_give(d, id, rc, d->held_drained[id]))
+        return;
     /* above every idle one that rested at or before it, below the ones
      * returned since */
     int64_t since = d->held_since[id];
@@ -499,15 +508,8 @@ static void op_give(struct drive *d, int id, uint32_t arg)
         return;
     }
     enum lent_as as = d->lent_as[id];
-    if (as == LENT_BROKEN || as == LENT_DRAINED || d->closed ||
-        d->n_idle >= d->limits.idle) {
-        DRIVE_CHECK(rc == 0);
-        leave(d, id);
+    if (leaves_at_give(d, id, rc, as == LENT_BROKEN || as == LENT_DRAINED))
         return;
-    }
-    DRIVE_CHECK(rc == 1);
-    d->place[id] = PLACE_IDLE;
-    d->n_lent--;
     d->idle[d->n_idle++] = (struct model_idle){id, d->lent_dies[id], d->now};
 }
 

@@ -37,6 +37,14 @@ static void ready(struct tide_pool *p, void *item, int64_t now)
     ck_assert_ptr_eq(t.item, item);
 }
 
+/* item made and lent `loans` times over. */
+static void lend_n(struct tide_pool *p, void *item, int loans, int64_t now)
+{
+    make_one(p, item, now);
+    for (int k = 1; k < loans; k++)
+        ready(p, item, now);
+}
+
 static int64_t loans_of(struct tide_pool *p, void *item)
 {
     struct tide_share s;
@@ -49,9 +57,7 @@ static int64_t loans_of(struct tide_pool *p, void *item)
 START_TEST(room_is_lent_before_a_make)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 3), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 3, 0);
     ck_assert_int_eq(loans_of(p, &res[0]), 3);
     ck_assert_int_eq(tide_pool_live(p), 1);
     /* full: now a make */
@@ -147,8 +153,7 @@ END_TEST
 START_TEST(idle_only_with_no_loan_out)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 3), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 2, 0);
     ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
     ck_assert_int_eq(tide_pool_idle(p), 0);
     ck_assert_int_eq(tide_pool_busy(p), 1);
@@ -172,8 +177,7 @@ START_TEST(keep_counts_from_the_last_loans_return)
     int64_t keep = TIDE_SEC(10);
     struct tide_pool *p =
         new_pool(TIDE_LIMITS(.size = 2, .streams = 2, .keep = keep), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 2, 0);
     ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(1)), 1);
     ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(8)), 1);
     void *out[2];
@@ -218,8 +222,7 @@ START_TEST(room_past_life_is_passed_over)
 {
     struct tide_pool *p = new_pool(
         TIDE_LIMITS(.size = 3, .streams = 4, .life = TIDE_SEC(10)), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 2, 0);
     grow_one(p, &res[1], TIDE_SEC(5));
     ready(p, &res[0], TIDE_SEC(6)); /* the busiest: 3 loans, res[1] 1 */
     /* at 11 s res[0] is past its life: res[1] takes the loan */
@@ -235,9 +238,7 @@ END_TEST
 START_TEST(capacity_changes_per_resource_held_to_the_limit)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 8), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 3, 0);
     ck_assert_int_eq(tide_pool_set_streams(p, &res[0], 2), 1);
     /* three out above two: they stay out, no new one */
     make_one(p, &res[1], 0);
@@ -263,8 +264,7 @@ END_TEST
 START_TEST(capacity_zero_drains_a_lent_one)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 4), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 2, 0);
     ck_assert_int_eq(tide_pool_set_streams(p, &res[0], 0), 1);
     struct tide_share s;
     ck_assert_int_eq(tide_pool_share(p, &res[0], &s), 0);
@@ -308,9 +308,7 @@ END_TEST
 START_TEST(broken_takes_no_loan_and_leaves_with_its_last)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 4), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 3, 0);
     ck_assert_int_eq(tide_pool_break(p, &res[0]), 1); /* the one failure */
     ck_assert_int_eq(tide_pool_break(p, &res[0]), 0); /* already */
     make_one(p, &res[1], 0);                          /* not lent again */
@@ -331,9 +329,7 @@ END_TEST
 START_TEST(drop_of_one_loan_breaks_it_for_every_loan)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 4), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 3, 0);
     ck_assert_int_eq(tide_pool_drop(p, &res[0], 0), 1);
     struct tide_share s;
     ck_assert_int_eq(tide_pool_share(p, &res[0], &s), 0);
@@ -371,9 +367,7 @@ START_TEST(one_failure_for_a_broken_shared_resource)
                                       .strikes = 2};
     struct tide_ward w = {.breaker = &bo};
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 8), &w);
-    make_one(p, &res[0], 0);
-    for (int k = 0; k < 5; k++)
-        ready(p, &res[0], 0);
+    lend_n(p, &res[0], 6, 0);
     /* six borrowers each discard their loan */
     for (int k = 0; k < 6; k++) {
         if (tide_pool_break(p, &res[0]) == 1)
@@ -427,8 +421,7 @@ END_TEST
 START_TEST(alone_needs_the_only_loan)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 4), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 2, 0);
     ck_assert_int_eq(tide_pool_alone(p, &res[0]), TIDE_ESHARED);
     ck_assert_int_eq(tide_pool_give(p, &res[0], 0), 1);
     ck_assert_int_eq(tide_pool_alone(p, &res[0]), 0);
@@ -465,9 +458,7 @@ START_TEST(loans_and_connections_are_counted_apart)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 4, .streams = 16), NULL);
     ck_assert_int_eq(tide_pool_busiest(p), 0);
-    make_one(p, &res[0], 0);
-    for (int k = 0; k < 9; k++)
-        ready(p, &res[0], 0);
+    lend_n(p, &res[0], 10, 0);
     ck_assert_int_eq(tide_pool_grow(p, 0, 0.5).answer, TIDE_MAKE);
     ck_assert_int_eq(tide_pool_loans(p), 10);
     ck_assert_int_eq(tide_pool_live(p), 2);
@@ -496,9 +487,7 @@ START_TEST(shedder_counts_loans)
     struct tide_pool_guards g;
     tide_pool_guards(p, 0, &g);
     ck_assert(g.shedder_ceiling == 16.0);
-    make_one(p, &res[0], 0);
-    for (int k = 0; k < 3; k++)
-        ready(p, &res[0], 0);
+    lend_n(p, &res[0], 4, 0);
     /* a lag sample cuts the ceiling to loans in flight (4) x 0.5, and
      * res[0], which has room, is not lent */
     tide_pool_overload(p, TIDE_MS(1), TIDE_MS(200));
@@ -532,8 +521,7 @@ END_TEST
 START_TEST(close_with_loans_out_hands_back_with_the_last)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 4), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 2, 0);
     void *out[2];
     ck_assert_uint_eq(tide_pool_close(p, out, 2), 0);
     ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_SHED);
@@ -550,10 +538,8 @@ START_TEST(unbounded_pool_grows_its_shares)
     struct tide_pool *p =
         new_pool(TIDE_LIMITS(.size = TIDE_UNLIMITED, .streams = 2), NULL);
     static int many[300];
-    for (int k = 0; k < 300; k++) {
-        ck_assert_int_eq(tide_pool_grow(p, 0, 0.5).answer, TIDE_MAKE);
-        ck_assert_int_eq(tide_pool_made(p, &many[k], 0), 0);
-    }
+    for (int k = 0; k < 300; k++)
+        grow_one(p, &many[k], 0);
     for (int k = 0; k < 300; k++)
         ready(p, &many[299 - k], 0); /* pack: the newest at 1 first */
     ck_assert_int_eq(tide_pool_loans(p), 600);
@@ -593,8 +579,7 @@ END_TEST
 START_TEST(give_at_ends_one_shared_loan)
 {
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2, .streams = 3), NULL);
-    make_one(p, &res[0], 0);
-    ready(p, &res[0], 0);
+    lend_n(p, &res[0], 2, 0);
     uint32_t slot = tide_pool_slot(p, &res[0]);
     ck_assert_int_eq(tide_pool_give_at(p, slot, &res[0], 0), 1);
     ck_assert_int_eq(tide_pool_loans(p), 1);
