@@ -617,14 +617,17 @@ rest count loans one by one. What changes, and what does not:
   no new loan and the last loan back, by give or drop, answers 0 and hands
   it over for closing, once. drop answers 1 while other loans are out.
 - A loan is a caller's request: the shedder counts loans in flight, and
-  its ceiling starts at size x streams; the breaker hears what the runtime
-  reports, and must hear one failure per broken resource, not one per
-  loan (tide_pool_break says which call broke it).
+  its ceiling starts at size x streams; the breaker and backoff hear what
+  the runtime reports, and must hear one failure per broken resource, not
+  one per loan: tide_pool_break says which call broke it, and that call's
+  failure is the one reported (tide_pool_tried(ok = false) once for a
+  resource made untried that broke before it served).
 - Counts: live, idle and busy count resources; tide_pool_loans counts
   loans. take and give stay O(1) in the pool's size and allocate nothing;
-  finding the busiest or least busy resource with room is three word scans
-  (O(log64) in the streams). A pool with streams 1 keeps none of this: its
-  every answer is the exclusive pool's, and its paths are as fast.
+  finding the busiest or least busy resource with room is one to three
+  word scans (O(log64) in the streams). A pool with streams > 1 keeps 12
+  bytes a slot more; one with streams 1 keeps none of this: its every
+  answer is the exclusive pool's, and its paths are as fast.
 
 How a runtime (an adapter) uses it, per loan:
   take / take_idle        a shared loan: READY may be a resource already
