@@ -728,6 +728,12 @@ TIDE__NOINLINE int tide__pool_give_compacting(struct tide_pool *p, uint32_t i,
     return give_idle(p, i, now);
 }
 
+TIDE__NOINLINE int tide__pool_idle_or_leave(struct tide_pool *p, uint32_t i,
+                                            uint32_t at, int64_t now)
+{
+    return idle_or_leave(p, i, at, now);
+}
+
 /* give, once the slot and its map cell are known: every case. */
 TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
                                      uint32_t at, int64_t now)

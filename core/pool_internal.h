@@ -276,6 +276,9 @@ void tide__pool_idle_unlink(struct tide_pool *p, uint32_t i);
 void tide__pool_slot_release(struct tide_pool *p, uint32_t i);
 /* Settles the loan of a lent or held slot. */
 void tide__pool_end_loan(struct tide_pool *p, struct slot *s, int64_t now);
+/* idle_or_leave, out of line. */
+int tide__pool_idle_or_leave(struct tide_pool *p, uint32_t i, uint32_t at,
+                             int64_t now);
 /* Resource i leaves the books: 0, give's answer (the caller closes it). */
 int tide__pool_leave_books(struct tide_pool *p, uint32_t i, uint32_t at);
 

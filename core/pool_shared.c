@@ -229,18 +229,23 @@ TIDE__NOINLINE static int give_shared_slow(struct tide_pool *p, uint32_t i,
     return idle_or_leave(p, i, at, now);
 }
 
-/* A give of a shared loan, straight from tide_pool_give. The common one,
- * which leaves others out and has no ticket to settle, is a leaf; the rest
- * go to give_shared_slow (a last loan inline here would cost every give
- * the registers its way to the idle stack takes). */
+/* A give of a shared loan, straight from tide_pool_give, with no ticket
+ * to settle: 1 while others are out, else the resource goes idle or leaves
+ * as any does, by a tail call (inline, the way to the idle stack would
+ * cost every give the registers it takes). The rest go to
+ * give_shared_slow. */
 TIDE__NOINLINE int tide__pool_give_shared(struct tide_pool *p, uint32_t i,
                                           uint32_t at, int64_t now)
 {
-    if (p->shares.of[i].loans < 2 || now <= p->shedder.steady_after)
+    if (now <= p->shedder.steady_after)
         return give_shared_slow(p, i, at, now);
     tide__shares_move(&p->shares, i, -1, true); /* SHARED: open */
-    p->extra_loans--;
-    return 1;
+    if (p->shares.of[i].loans > 0) {
+        p->extra_loans--;
+        return 1;
+    }
+    p->busy_count--;
+    return tide__pool_idle_or_leave(p, i, at, now);
 }
 
 int tide__pool_give_at_shared(struct tide_pool *p, uint32_t slot, int64_t now)
