@@ -200,10 +200,24 @@ static uint32_t loan_ends(struct tide_pool *p, uint32_t i, int64_t now)
     return left;
 }
 
+/* The last loan of a resource lent SHARED or ALONE is back: it goes idle,
+ * or leaves when not kept, as any does; but one past its life leaves (0:
+ * the caller closes it), as a connection draining for its age closes with
+ * its last stream: it took no new loan meanwhile, and idle it would only
+ * wait to be handed back STALE. (With streams 1 a give keeps it and take
+ * hands it back, as the exclusive pool always answered.) */
+static int last_loan_back(struct tide_pool *p, uint32_t i, uint32_t at,
+                          int64_t now)
+{
+    if (aged(&p->slots[i], now))
+        return tide__pool_leave_books(p, i, at);
+    return tide__pool_idle_or_leave(p, i, at, now);
+}
+
 /* A give in one of the states shared loans, a break or a drain bring:
  * one loan ends. 1 while others are still out; then the resource goes idle
- * or leaves as any does, but a broken or drained one always leaves (0:
- * the caller closes it). */
+ * or leaves (last_loan_back), but a broken or drained one always leaves
+ * (0: the caller closes it). */
 int tide__pool_give_loan(struct tide_pool *p, uint32_t i, uint32_t at,
                          int64_t now)
 {
@@ -217,7 +231,7 @@ int tide__pool_give_loan(struct tide_pool *p, uint32_t i, uint32_t at,
         return 1;
     if (state == BROKEN || state == DRAINED)
         return tide__pool_leave_books(p, i, at);
-    return idle_or_leave(p, i, at, now);
+    return last_loan_back(p, i, at, now);
 }
 
 /* tide__pool_give_shared's every case. */
@@ -226,14 +240,13 @@ TIDE__NOINLINE static int give_shared_slow(struct tide_pool *p, uint32_t i,
 {
     if (loan_ends(p, i, now) > 0)
         return 1;
-    return idle_or_leave(p, i, at, now);
+    return last_loan_back(p, i, at, now);
 }
 
 /* A give of a shared loan, straight from tide_pool_give, with no ticket
- * to settle: 1 while others are out, else the resource goes idle or leaves
- * as any does, by a tail call (inline, the way to the idle stack would
- * cost every give the registers it takes). The rest go to
- * give_shared_slow. */
+ * to settle: 1 while others are out, else last_loan_back, by a tail call
+ * (inline, the way to the idle stack would cost every give the registers
+ * it takes). The rest go to give_shared_slow. */
 TIDE__NOINLINE int tide__pool_give_shared(struct tide_pool *p, uint32_t i,
                                           uint32_t at, int64_t now)
 {
@@ -245,7 +258,7 @@ TIDE__NOINLINE int tide__pool_give_shared(struct tide_pool *p, uint32_t i,
         return 1;
     }
     p->busy_count--;
-    return tide__pool_idle_or_leave(p, i, at, now);
+    return last_loan_back(p, i, at, now);
 }
 
 int tide__pool_give_at_shared(struct tide_pool *p, uint32_t slot, int64_t now)

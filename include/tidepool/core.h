@@ -609,8 +609,10 @@ rest count loans one by one. What changes, and what does not:
 - A resource is idle only with no loan out: idle, keep (counted from its
   last loan's return), eviction, hold and the idle limit are about those.
   `life` counts from its birth, as ever: one past it takes no new loan,
-  and when its last loan returns it goes idle, where take hands it back as
-  STALE and evict retires it, exactly as with one loan.
+  and the give of its last loan answers 0 (close it), as a connection
+  draining for its age closes with its last stream. (With streams 1 that
+  give keeps it and the next take hands it back STALE, the exclusive
+  pool's answers being kept exactly as they were.)
 - give ends one loan: 1 while it has others out (do not close it), then
   what it always answered for the last (kept, or 0: close it). drop ends
   one loan too and says the resource broke, for every loan of it: it takes

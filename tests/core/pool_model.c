@@ -507,8 +507,11 @@ static void op_give(struct drive *d, int id, uint32_t arg)
         DRIVE_CHECK(rc == 1);
         return;
     }
+    /* broken, drained, or shared and past its life: it goes */
     enum lent_as as = d->lent_as[id];
-    if (leaves_at_give(d, id, rc, as == LENT_BROKEN || as == LENT_DRAINED))
+    bool goes = as == LENT_BROKEN || as == LENT_DRAINED ||
+                (as != LENT_PLAIN && aged(d, d->lent_dies[id]));
+    if (leaves_at_give(d, id, rc, goes))
         return;
     d->idle[d->n_idle++] = (struct model_idle){id, d->lent_dies[id], d->now};
 }

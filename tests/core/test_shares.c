@@ -187,9 +187,10 @@ START_TEST(keep_counts_from_the_last_loans_return)
 }
 END_TEST
 
-/* Past life no new loan; the last loan back, it goes idle, where take
- * hands it back as STALE, as with one loan. Its birth is kept. */
-START_TEST(past_life_takes_no_new_loan)
+/* Past life no new loan; the last loan back, it is handed over for
+ * closing (give answers 0), as a connection draining for its age closes
+ * with its last stream. Its birth is kept all along. */
+START_TEST(past_life_takes_no_new_loan_and_leaves_with_its_last)
 {
     int64_t life = TIDE_SEC(10);
     struct tide_pool *p =
@@ -200,18 +201,21 @@ START_TEST(past_life_takes_no_new_loan)
     make_one(p, &res[1], TIDE_SEC(10));
     ck_assert_int_eq(loans_of(p, &res[0]), 2);
     ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(11)), 1);
-    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(11)), 1);
-    ck_assert_int_eq(tide_pool_give(p, &res[1], TIDE_SEC(11)), 1);
-    /* res[1] is newer and fresh: lent; then res[0], stale */
-    ready(p, &res[1], TIDE_SEC(12));
-    ready(p, &res[1], TIDE_SEC(12)); /* pack: res[1] has room */
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(11)), 0);
+    ck_assert_int_eq(tide_pool_live(p), 1);
+    /* res[1], born at 10 s, goes idle at 12 s and is fresh; at 20 s its
+     * last loan back hands it over too */
     ck_assert_int_eq(tide_pool_give(p, &res[1], TIDE_SEC(12)), 1);
-    ck_assert_int_eq(tide_pool_give(p, &res[1], TIDE_SEC(12)), 1);
-    struct tide_taken t = tide_pool_take_alone(p, TIDE_SEC(12), 0.5);
-    ck_assert_int_eq(t.answer, TIDE_READY); /* the newest idle: res[1] */
-    t = tide_pool_take_alone(p, TIDE_SEC(12), 0.5);
-    ck_assert_int_eq(t.answer, TIDE_STALE);
-    ck_assert_ptr_eq(t.item, &res[0]);
+    ready(p, &res[1], TIDE_SEC(19));
+    ck_assert_int_eq(tide_pool_give(p, &res[1], TIDE_SEC(20)), 0);
+    ck_assert_int_eq(tide_pool_live(p), 0);
+    /* exclusive loans alike */
+    struct tide_taken t = tide_pool_take_alone(p, TIDE_SEC(30), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[2], TIDE_SEC(30)), 0);
+    ck_assert_int_eq(tide_pool_alone(p, &res[2]), 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[2], TIDE_SEC(40)), 0);
+    ck_assert_int_eq(tide_pool_live(p), 0);
     tide_pool_free(p);
 }
 END_TEST
@@ -604,7 +608,7 @@ static Suite *shares_suite(void)
     tc = tcase_create("ages");
     tcase_add_test(tc, idle_only_with_no_loan_out);
     tcase_add_test(tc, keep_counts_from_the_last_loans_return);
-    tcase_add_test(tc, past_life_takes_no_new_loan);
+    tcase_add_test(tc, past_life_takes_no_new_loan_and_leaves_with_its_last);
     tcase_add_test(tc, room_past_life_is_passed_over);
     suite_add_tcase(s, tc);
 
