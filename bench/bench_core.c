@@ -27,15 +27,21 @@
  * (see "the whole pool out and back" below):
  *   shuffled    ns per take + give
  *
+ * Then shared loans: the ready cycle with streams 16 beside streams 1, at
+ * 10, 1,000 and 100,000 resources (see "shared loans" below):
+ *   shared      ns per take -> give, streams 1, 16 packed, 16 spread
+ * and the bytes a slot with streams 16.
+ *
  * Each figure is the median of 5 repetitions; the pool's and the floor's
  * repetitions alternate, so a noisy neighbour hits both alike, and each
  * pair runs at its own stack offset (see loop_shifted).
  *
- * Usage: bench_core [--quick] [--curve]
+ * Usage: bench_core [--quick] [--curve] [--shared]
  *   --quick: about 1/20 of the time, for CI; --curve: the shuffled curve
- *   alone
+ *   alone; --shared: the shared loans alone
  * Goal: within 2x of the floor, flat across sizes, <= 48 bytes a slot;
- * shuffled within 2x of the naive pool at every size. */
+ * shuffled within 2x of the naive pool at every size; streams 16 within
+ * 1.5x of streams 1. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -543,6 +549,88 @@ static double row(enum cycle c, bool ward, size_t size, double target)
     return ratio;
 }
 
+/* ---- shared loans ----
+ *
+ * The ready round above on a pool made with streams 16, beside the same
+ * round on one made with streams 1: a pool of `size`, all made and idle,
+ * each round taking k = min(size, 64) loans and giving them back in the
+ * order taken. Packed, the loans land on the fewest resources, 16 each, so
+ * most takes add a loan beside others and most gives leave others out;
+ * spread, they land on the most (an idle one first), so at 1,000 and more
+ * each take is a resource's first loan through the shared path. The three
+ * loops' repetitions alternate, at the same stack offsets. */
+
+#define SHARED_STREAMS 16
+#define SHARED_GOAL    1.5
+
+static void shared_setup(struct run *r, size_t size, int64_t streams,
+                         enum tide_sharing sharing)
+{
+    memset(r, 0, sizeof *r);
+    r->rng = UINT64_C(0x9E3779B97F4A7C15);
+    r->items = items_new(size);
+    r->hot = size < HOT_MAX ? size : HOT_MAX;
+    struct tide_limits l =
+        TIDE_LIMITS(.size = (int64_t)size, .idle = (int64_t)size,
+                    .keep = TIDE_FOREVER, .life = TIDE_FOREVER,
+                    .streams = streams, .sharing = sharing);
+    int rc = tide_pool_new(&l, NULL, 0, &r->pool);
+    if (rc)
+        die(tide_strerror(rc), rc);
+    /* grow, not take: a take would lend the first one again */
+    for (size_t i = 0; i < size; i++) {
+        struct tide_taken t = tide_pool_grow(r->pool, 0, 0.5);
+        if (t.answer != TIDE_MAKE ||
+            tide_pool_made(r->pool, item_at(&r->items, i), 0) != 0)
+            die("shared setup: no room to make", t.answer);
+    }
+    for (size_t i = 0; i < size; i++)
+        run_give(r, item_at(&r->items, i), 1);
+}
+
+/* Measures one size and prints it; returns the worse ratio to streams 1. */
+static double shared_row(size_t size, double target)
+{
+    struct loop l[3] = {{.round = pool_ready_round},
+                        {.round = pool_ready_round},
+                        {.round = pool_ready_round}};
+    shared_setup(&l[0].run, size, 1, TIDE_SHARING_PACK);
+    shared_setup(&l[1].run, size, SHARED_STREAMS, TIDE_SHARING_PACK);
+    shared_setup(&l[2].run, size, SHARED_STREAMS, TIDE_SHARING_SPREAD);
+    for (int k = 0; k < 3; k++)
+        loop_calibrate(&l[k], target);
+    for (int i = 0; i < REPS; i++)
+        for (int k = 0; k < 3; k++)
+            l[k].ns[i] = loop_shifted(&l[k], l[k].rounds, rep_shift(i));
+    double one = bench_median(l[0].ns, REPS);
+    double pack = bench_median(l[1].ns, REPS);
+    double spread = bench_median(l[2].ns, REPS);
+    double worst = pack > spread ? pack / one : spread / one;
+    printf("%-11s %7zu %9.2f %9.2f %7.2f %9.2f %7.2f%s\n", "shared", size, one,
+           pack, pack / one, spread, spread / one,
+           worst > SHARED_GOAL ? "  over 1.5x" : "");
+    fflush(stdout);
+    for (int k = 0; k < 3; k++)
+        run_dispose(&l[k].run);
+    return worst;
+}
+
+static double shared_table(double target)
+{
+    printf("shared loans: ns per take+give, median of %d, streams %d beside "
+           "streams 1\n(the ready round); goal ratio <= %.1f\n\n",
+           REPS, SHARED_STREAMS, SHARED_GOAL);
+    printf("%-11s %7s %9s %9s %7s %9s %7s\n", "cycle", "size", "1 ns",
+           "pack ns", "ratio", "spread ns", "ratio");
+    double worst = 0.0;
+    for (size_t i = 0; i < NSIZES; i++) {
+        double r = shared_row(sizes[i], target);
+        if (r > worst)
+            worst = r;
+    }
+    return worst;
+}
+
 /* ---- the whole pool out and back, shuffled ----
  *
  * The ready row above cycles at most 64 resources, in the order taken: its
@@ -890,11 +978,15 @@ struct bytes {
     size_t fixed; /* an unbounded pool: the struct, ward embedded */
     size_t pool[NSIZES];
     size_t floor[NSIZES];
+    size_t fixed_shared; /* the same with streams 16 */
+    size_t shared[NSIZES];
 };
 
-static struct tide_pool *pool_measured(int64_t size, size_t *bytes)
+static struct tide_pool *pool_measured(int64_t size, int64_t streams,
+                                       size_t *bytes)
 {
-    struct tide_limits l = TIDE_LIMITS(.size = size, .idle = size);
+    struct tide_limits l =
+        TIDE_LIMITS(.size = size, .idle = size, .streams = streams);
     struct tide_pool *p = NULL;
     size_t before = bench_heap_in_use();
     int rc = tide_pool_new(&l, &full_ward, 0, &p);
@@ -908,22 +1000,28 @@ static struct bytes bytes_measure(void)
 {
     struct bytes b;
     struct tide_pool *pools[NSIZES + 1];
+    struct tide_pool *shared[NSIZES + 1];
     struct floor *floors[NSIZES];
     void *volatile warm = malloc(1); /* volatile: the pair must stay */
     free(warm); /* the thread cache is set up; 32 B, a class unused here */
     /* An unbounded pool allocates no slot at creation. */
-    pools[NSIZES] = pool_measured(TIDE_UNLIMITED, &b.fixed);
+    pools[NSIZES] = pool_measured(TIDE_UNLIMITED, 1, &b.fixed);
+    shared[NSIZES] =
+        pool_measured(TIDE_UNLIMITED, SHARED_STREAMS, &b.fixed_shared);
     for (size_t i = 0; i < NSIZES; i++) {
-        pools[i] = pool_measured((int64_t)sizes[i], &b.pool[i]);
+        pools[i] = pool_measured((int64_t)sizes[i], 1, &b.pool[i]);
+        shared[i] =
+            pool_measured((int64_t)sizes[i], SHARED_STREAMS, &b.shared[i]);
         size_t before = bench_heap_in_use();
         floors[i] = floor_new(sizes[i], sizes[i]);
         b.floor[i] = bench_heap_in_use() - before;
     }
-    for (size_t i = 0; i < NSIZES; i++) {
+    for (size_t i = 0; i <= NSIZES; i++) {
         tide_pool_free(pools[i]);
-        floor_free(floors[i]);
+        tide_pool_free(shared[i]);
+        if (i < NSIZES)
+            floor_free(floors[i]);
     }
-    tide_pool_free(pools[NSIZES]);
     return b;
 }
 
@@ -938,38 +1036,50 @@ static double bytes_table(const struct bytes *b)
     printf("\nbytes of bookkeeping per resource slot (heap delta, mallinfo2; "
            "fixed part %zu B)\n",
            b->fixed);
-    printf("%7s %11s %10s %10s %10s\n", "size", "pool B", "per slot",
-           "all/size", "floor");
+    printf("%7s %11s %10s %10s %10s %12s\n", "size", "pool B", "per slot",
+           "all/size", "floor", "streams 16");
     for (size_t i = 0; i < NSIZES; i++) {
         double n = (double)sizes[i];
         double per = (double)(b->pool[i] - b->fixed) / n;
         if (per > worst)
             worst = per;
-        printf("%7zu %11zu %10.1f %10.1f %10.1f%s\n", sizes[i], b->pool[i], per,
-               (double)b->pool[i] / n, (double)b->floor[i] / n,
+        printf("%7zu %11zu %10.1f %10.1f %10.1f %12.1f%s\n", sizes[i],
+               b->pool[i], per, (double)b->pool[i] / n, (double)b->floor[i] / n,
+               (double)(b->shared[i] - b->fixed_shared) / n,
                per > BYTES_GOAL ? "  over 48" : "");
     }
     printf("(per slot: beyond the fixed part, malloc headers and mmap pages "
            "included;\n all/size: the fixed part shared out too; floor: its "
-           "stack and hash, all/size)\n");
+           "stack and hash, all/size;\n streams 16: per slot with shared "
+           "loans, fixed part %zu B)\n",
+           b->fixed_shared);
     return worst;
 }
 
 int main(int argc, char **argv)
 {
     double target = 2e8; /* ns per repetition: about 1 s a figure */
-    bool curve_only = false;
+    bool curve_only = false, shared_only = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             target = 1e7;
         } else if (strcmp(argv[i], "--curve") == 0) {
             curve_only = true;
+        } else if (strcmp(argv[i], "--shared") == 0) {
+            shared_only = true;
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--curve]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--curve] [--shared]\n",
+                    argv[0]);
             return 2;
         }
     }
     struct bytes b = bytes_measure(); /* first: see above */
+    if (shared_only) {
+        double r = shared_table(target);
+        printf("\nworst ratio to streams 1: %.2f (goal <= %.1f)\n", r,
+               SHARED_GOAL);
+        return 0;
+    }
     double worst = 0.0;
     if (!curve_only) {
         printf("tidepool core bench: ns per cycle, median of %d; floor = "
@@ -1004,9 +1114,13 @@ int main(int argc, char **argv)
                RATIO_GOAL);
         return 0;
     }
+    printf("\n");
+    double worst_shared = shared_table(target);
     double bytes = bytes_table(&b);
     printf("\nworst ratio %.2f (goal <= %.0f), worst shuffled ratio %.2f "
-           "(goal <= %.0f),\nworst bytes a slot %.1f (goal <= %.0f)\n",
-           worst, RATIO_GOAL, worst_spread, RATIO_GOAL, bytes, BYTES_GOAL);
+           "(goal <= %.0f),\nworst shared ratio %.2f (goal <= %.1f), worst "
+           "bytes a slot %.1f (goal <= %.0f)\n",
+           worst, RATIO_GOAL, worst_spread, RATIO_GOAL, worst_shared,
+           SHARED_GOAL, bytes, BYTES_GOAL);
     return 0;
 }

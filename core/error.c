@@ -15,8 +15,8 @@ static const struct error_entry errors[] = {
      "invalid argument: a required pointer is NULL or a value is out of range"},
     {TIDE_ENOMEM, "TIDE_ENOMEM", "out of memory"},
     {TIDE_ELIMITS, "TIDE_ELIMITS",
-     "invalid limits: size, idle, keep and life must be >= 0 and spread within "
-     "[0, 1]"},
+     "invalid limits: size, idle, keep and life must be >= 0, spread within "
+     "[0, 1], streams within [0, 65535] and sharing pack or spread"},
     {TIDE_EBREAKER, "TIDE_EBREAKER",
      "invalid breaker options: k >= 1, window, cooldown, strikes and probes >= "
      "0, a known policy, and a strategy with report_success, report_failure "
@@ -43,6 +43,10 @@ static const struct error_entry errors[] = {
     {TIDE_EGATE, "TIDE_EGATE", "gate left more often than it was entered"},
     {TIDE_ENOTIDLE, "TIDE_ENOTIDLE",
      "the resource is not idle in this pool (lent, held or being made)"},
+    {TIDE_ENOTLENT, "TIDE_ENOTLENT",
+     "no loan of the resource is out (it is idle or held for a check)"},
+    {TIDE_ESHARED, "TIDE_ESHARED",
+     "other loans of the resource are out: it cannot be made exclusive"},
     /* evloop */
     {-20, "TIDE_ETIMEDOUT", "timed out waiting for a resource"},
     {-21, "TIDE_EUNAVAILABLE",

@@ -1,15 +1,7 @@
-/* Pool: the bookkeeping of holding a limited number of things.
- *
- * Every resource, and every reservation being made, has a slot:
- *   idle      item set, in the idle stack, link == its place there
- *   lent      item set, link == LENT
- *   held      item set, link == HELD (aside for a check)
- *   reserved  item NULL, on the reservation queue (FIFO, linked through
- *             link), dies holds its spread life until made() turns it into
- *             a deadline
- *   free      item NULL, on the free list through link
- * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
- * with the map, 40 to 48 bytes a slot.
+/* Pool: the bookkeeping of holding a limited number of things: the
+ * slots, the idle stack, the reservations, the ward, and the paths of
+ * lending one borrower at a time; shared loans are pool_shared.c's, and
+ * the books both read are pool_internal.h's.
  *
  * The idle ones are a stack of slot numbers, oldest at the bottom, newest
  * (the next lent) at the top, rather than a list linked through the slots:
@@ -27,83 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_internal.h"
-#include "itemmap.h"
-
-#define NIL  UINT32_MAX /* no slot; in the stack, a hole */
-#define LENT (UINT32_MAX - 1)
-#define HELD (UINT32_MAX - 3)
+#include "pool_internal.h"
 
 /* A finite size up to this is allocated whole at creation, so take and give
  * never allocate; beyond it (or unlimited) the books grow by doubling. */
 #define PREALLOC_MAX (INT64_C(1) << 20)
 #define GROW_FIRST   64
-#define SLOTS_MAX    (UINT32_MAX - 4)
-
-struct slot {
-    void *item;
-    int64_t dies;   /* when life retires it (TIDE_FOREVER: never) */
-    int64_t since;  /* idle: when it came back; lent: when it was lent;
-                       reserved: when the MAKE was answered */
-    uint32_t link;  /* idle: its place in the stack; LENT; HELD; reserved:
-                       the next reservation; free: the next free slot */
-    uint32_t stack; /* the idle stack's entry at place (this slot's number) */
-};
-
-/* The reservations: joined at the tail, left from the head. */
-struct list {
-    uint32_t head;
-    uint32_t tail;
-};
-
-struct tide_pool {
-    struct tide_limits limits;
-    struct slot *slots;
-    uint32_t capacity;
-    uint32_t free_head;
-    /* The idle stack, `capacity` places: idle_count entries, the rest
-     * holes, from idle_bottom (the oldest) up to idle_top (one past the
-     * newest). Neither end is a hole while one is idle, so the newest and
-     * the oldest are read directly; both are 0 while none is. */
-    uint32_t idle_bottom;
-    uint32_t idle_top;
-    struct list reserved; /* head: oldest reservation */
-    int64_t idle_count;
-    int64_t busy_count; /* lent, held and reserved */
-    int64_t held_count; /* of those, held: no shedder ticket */
-    struct tide__itemmap map;
-    bool closed;
-
-    bool has_breaker;
-    bool has_bucket;
-    bool has_backoff;
-    bool has_shedder;
-    struct tide_breaker breaker;
-    struct tide_bucket bucket;
-    struct tide_shedder shedder;
-    struct tide_backoff backoff;
-    int backoff_failures;     /* makes failed in a row */
-    int64_t backoff_until;    /* no MAKE before this (INT64_MIN: none) */
-    int64_t backoff_previous; /* the last delay drawn */
-};
+#define SLOTS_MAX    (UINT32_MAX - 8)
 
 /* ---- the idle stack ---- */
-
-static uint32_t *stack_at(struct tide_pool *p, uint32_t place)
-{
-    return &p->slots[place].stack;
-}
-
-/* The newest idle one, the next to lend; one must be idle. */
-static uint32_t idle_newest(struct tide_pool *p)
-{
-    return *stack_at(p, p->idle_top - 1);
-}
 
 /* Steps the ends over holes, so that neither is one; empty, the stack
  * starts again from the first place. Out of line: a pop calls it only when
  * the next one down is a hole or none is left. */
-TIDE__NOINLINE static void idle_trim(struct tide_pool *p)
+TIDE__NOINLINE void tide__pool_idle_trim(struct tide_pool *p)
 {
     if (p->idle_count == 0) {
         p->idle_bottom = p->idle_top = 0;
@@ -133,32 +62,6 @@ TIDE__NOINLINE static void idle_compact(struct tide_pool *p)
     p->idle_top = to;
 }
 
-/* Whether the stack has no place left above its top: then, a slot coming
- * back not being idle, there are holes to close first. */
-static bool idle_full(const struct tide_pool *p)
-{
-    return p->idle_top == p->capacity;
-}
-
-/* Puts slot i on the top, the newest idle one; the stack is not full. */
-static TIDE__INLINE void idle_push(struct tide_pool *p, uint32_t i)
-{
-    uint32_t place = p->idle_top++;
-    *stack_at(p, place) = i;
-    p->slots[i].link = place;
-    p->idle_count++;
-}
-
-/* Takes the newest idle one off the top; one must be idle. */
-static TIDE__INLINE uint32_t idle_pop(struct tide_pool *p)
-{
-    uint32_t place = --p->idle_top;
-    uint32_t i = *stack_at(p, place);
-    if (--p->idle_count == 0 || *stack_at(p, place - 1) == NIL)
-        idle_trim(p);
-    return i;
-}
-
 /* A take fetches the slot of the idle one PREFETCH_AHEAD places under the
  * new top, in a stack of PREFETCH_FROM places or more: when many are taken
  * in a row (a burst, or the whole pool out at once), that slot is then in
@@ -184,11 +87,11 @@ static TIDE__INLINE void idle_prefetch(struct tide_pool *p)
 }
 
 /* Takes idle slot i out of the stack, from wherever it is. */
-static void idle_unlink(struct tide_pool *p, uint32_t i)
+void tide__pool_idle_unlink(struct tide_pool *p, uint32_t i)
 {
     *stack_at(p, p->slots[i].link) = NIL;
     p->idle_count--;
-    idle_trim(p);
+    tide__pool_idle_trim(p);
 }
 
 /* The reservations queue through `link` alone: they join at the tail and
@@ -235,6 +138,9 @@ TIDE__NOINLINE static int grow(struct tide_pool *p, uint32_t capacity)
     tide__itemmap_bind(&p->map, slots, sizeof *slots);
     if (tide__itemmap_reserve(&p->map, capacity) != 0)
         return TIDE_ENOMEM; /* slots stay valid; the map keeps its size */
+    if (p->shared &&
+        tide__shares_reserve(&p->shares, p->capacity, capacity) != 0)
+        return TIDE_ENOMEM; /* likewise */
     chain_free(p, p->capacity, capacity);
     p->capacity = capacity; /* the stack's places stay where they are */
     return 0;
@@ -260,17 +166,8 @@ static uint32_t slot_take_free(struct tide_pool *p)
     return i;
 }
 
-/* Returns a slot to the free list; its item, if any, is off the map. */
-static void slot_free(struct tide_pool *p, uint32_t i)
-{
-    struct slot *s = &p->slots[i];
-    s->item = NULL;
-    s->link = p->free_head;
-    p->free_head = i;
-}
-
 /* Returns a slot to the free list and forgets its item. */
-static void slot_release(struct tide_pool *p, uint32_t i)
+void tide__pool_slot_release(struct tide_pool *p, uint32_t i)
 {
     if (p->slots[i].item)
         tide__itemmap_remove(&p->map, p->slots[i].item);
@@ -284,6 +181,15 @@ static uint32_t seek(const struct tide_pool *p, const void *item)
 }
 
 /* ---- creation ---- */
+
+/* The most loans the pool may have out at once: the shedder's ceiling on
+ * work in flight starts there, as every loan is a caller's request. */
+static int64_t loans_most(const struct tide_limits *l)
+{
+    if (l->size == TIDE_UNLIMITED || l->size > TIDE_UNLIMITED / l->streams)
+        return TIDE_UNLIMITED;
+    return l->size * l->streams;
+}
 
 static int build_ward(struct tide_pool *p, const struct tide_ward *w,
                       int64_t now)
@@ -316,7 +222,7 @@ static int build_ward(struct tide_pool *p, const struct tide_ward *w,
         int rc = tide__shedder_check(&o);
         if (rc)
             return rc;
-        tide__shedder_init(&p->shedder, &o, p->limits.size);
+        tide__shedder_init(&p->shedder, &o, loans_most(&p->limits));
         p->has_shedder = true;
     }
     return 0;
@@ -356,6 +262,13 @@ int tide_pool_new(const struct tide_limits *limits,
     p->reserved = (struct list){NIL, NIL};
     absent_guards(p);
     tide__itemmap_init(&p->map);
+    if (p->limits.streams > 1) {
+        if (tide__shares_init(&p->shares, (uint32_t)p->limits.streams) != 0) {
+            tide_pool_free(p);
+            return TIDE_ENOMEM;
+        }
+        p->shared = p->detour = true;
+    }
     rc = ward ? build_ward(p, ward, now) : 0;
     if (rc == 0 && p->limits.size <= PREALLOC_MAX)
         rc = grow(p, (uint32_t)p->limits.size);
@@ -372,49 +285,19 @@ void tide_pool_free(struct tide_pool *p)
     if (!p)
         return;
     tide__itemmap_dispose(&p->map);
+    if (p->shared)
+        tide__shares_dispose(&p->shares);
     free(p->slots);
     free(p);
 }
 
 /* ---- decisions ---- */
 
-/* Idle, lent and being made. */
-static int64_t live(const struct tide_pool *p)
-{
-    return p->idle_count + p->busy_count;
-}
-
-/* Lent and being made: the shedder's tickets, counted from the pool's own
- * books rather than kept twice. */
-static int64_t in_flight(const struct tide_pool *p)
+/* in_flight with one loan a resource, where there are no extra loans: for
+ * the paths only such a pool takes, which then count as they always did. */
+static int64_t in_flight_alone(const struct tide_pool *p)
 {
     return p->busy_count - p->held_count;
-}
-
-static bool expired(const struct tide_pool *p, const struct slot *s,
-                    int64_t now)
-{
-    if (s->dies != TIDE_FOREVER && now >= s->dies)
-        return true;
-    return p->limits.keep != TIDE_FOREVER &&
-           tide__elapsed(s->since, now) >= p->limits.keep;
-}
-
-/* Lent or held: not among the idle. For a slot the map found. */
-static bool out(const struct slot *s)
-{
-    return s->link == LENT || s->link == HELD;
-}
-
-_Static_assert(sizeof(struct tide_taken) == 16,
-               "the answer must stay small enough to return in registers");
-
-static struct tide_taken answer(enum tide_answer a, void *item, int64_t span,
-                                enum tide_guard guard)
-{
-    if (a == TIDE_LATER)
-        return (struct tide_taken){.answer = a, .guard = guard, .span = span};
-    return (struct tide_taken){.answer = a, .guard = guard, .item = item};
 }
 
 /* The life of a resource made with this roll: life shortened by a share
@@ -439,16 +322,20 @@ static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
     return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
 }
 
+/* The newest idle one, past keep or life: out of the pool and the count,
+ * for the caller to close. */
+struct tide_taken tide__pool_hand_stale(struct tide_pool *p)
+{
+    uint32_t i = idle_pop(p);
+    void *item = p->slots[i].item;
+    tide__pool_slot_release(p, i);
+    return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
+}
+
 static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
 {
-    uint32_t i = idle_newest(p);
-    struct slot *s = &p->slots[i];
-    if (expired(p, s, now)) {
-        void *item = s->item;
-        (void)idle_pop(p);
-        slot_release(p, i);
-        return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
-    }
+    if (expired(p, &p->slots[idle_newest(p)], now))
+        return tide__pool_hand_stale(p);
     return lend(p, now);
 }
 
@@ -463,6 +350,7 @@ static TIDE__INLINE struct tide_taken reserve_slot(struct tide_pool *p,
     s->since = now;
     queue_push(p, &p->reserved, i);
     p->busy_count++;
+    p->reserved_count++;
     return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
 }
 
@@ -504,8 +392,8 @@ static bool guards_open(const struct tide_pool *p, int64_t now)
 }
 
 /* No idle one: make one, if the limits and the guards allow. */
-TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
-                                                 int64_t now, double roll)
+TIDE__NOINLINE struct tide_taken tide__pool_take_new(struct tide_pool *p,
+                                                     int64_t now, double roll)
 {
     if (live(p) >= p->limits.size)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
@@ -518,24 +406,57 @@ TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
     return reserve_slot(p, now, roll);
 }
 
-/* Everything take decides, in order, for the cases tide_pool_take leaves:
- * a closed pool, a breaker that is down, an idle head stale or held back. */
-TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
-                                                  int64_t now, double roll)
+/* Whether the pool lends nothing now, closed or its breaker down, and
+ * then the refusal in *no. */
+bool tide__pool_refuses(struct tide_pool *p, int64_t now, struct tide_taken *no)
 {
     if (p->closed)
-        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
-    if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
-        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
-    if (p->idle_count > 0) {
-        /* A stale one is handed back even while shedding: closing it is
-         * the cleanup a loaded host wants, and it lends nothing. */
-        if (p->has_shedder && !expired(p, &p->slots[idle_newest(p)], now) &&
-            !tide__shedder_admit(&p->shedder, in_flight(p)))
-            return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+        *no = answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    else if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
+        *no = answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    else
+        return false;
+    return true;
+}
+
+/* The newest idle one, lent as `state` unless the shedder holds lending
+ * back. A stale one is handed back even while shedding: closing it is the
+ * cleanup a loaded host wants, and it lends nothing. */
+struct tide_taken tide__pool_take_idle_as(struct tide_pool *p, int64_t now,
+                                          uint32_t state)
+{
+    if (p->has_shedder && !expired(p, &p->slots[idle_newest(p)], now) &&
+        !tide__shedder_admit(&p->shedder, in_flight(p)))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+    if (state == LENT)
         return lend_idle(p, now);
-    }
-    return take_new(p, now, roll);
+    return tide__pool_lend_idle_shared(p, now, state);
+}
+
+/* Everything take decides, in order, for the cases tide_pool_take leaves:
+ * a closed pool, a breaker that is down, an idle head stale or held back,
+ * and every take of a pool with shared loans. */
+TIDE__NOINLINE struct tide_taken tide__pool_take_slow(struct tide_pool *p,
+                                                      int64_t now, double roll)
+{
+    struct tide_taken no;
+    if (tide__pool_refuses(p, now, &no))
+        return no;
+    if (p->shared)
+        return tide__pool_take_shared(p, now, roll, true);
+    if (p->idle_count > 0)
+        return tide__pool_take_idle_as(p, now, LENT);
+    return tide__pool_take_new(p, now, roll);
+}
+
+/* tide_pool_take's way out of its path for one loan a resource: a shared
+ * pool's own path, or take_slow. */
+TIDE__NOINLINE static struct tide_taken take_detour(struct tide_pool *p,
+                                                    int64_t now, double roll)
+{
+    if (p->shared)
+        return tide__pool_take_shared_fast(p, now, roll);
+    return tide__pool_take_slow(p, now, roll);
 }
 
 /* The common cases first: a fresh idle one to lend, or none and room to
@@ -547,13 +468,13 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
-    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE)
-        return take_slow(p, now, roll);
+    if (p->detour || p->breaker.state == TIDE_BREAKER_INACTIVE)
+        return take_detour(p, now, roll);
     if (p->idle_count == 0)
-        return take_new(p, now, roll);
+        return tide__pool_take_new(p, now, roll);
     if (expired(p, &p->slots[idle_newest(p)], now) ||
-        !tide__shedder_admit(&p->shedder, in_flight(p)))
-        return take_slow(p, now, roll);
+        !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
+        return tide__pool_take_slow(p, now, roll);
     return lend(p, now);
 }
 
@@ -561,14 +482,16 @@ struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->shared)
+        return tide__pool_take_live_shared(p, now);
     if (p->idle_count == 0)
         return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
     /* take's own path with one idle: the roll is for makes, and there is
      * none to make */
     if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
         expired(p, &p->slots[idle_newest(p)], now) ||
-        !tide__shedder_admit(&p->shedder, in_flight(p)))
-        return take_slow(p, now, 0.0);
+        !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
+        return tide__pool_take_slow(p, now, 0.0);
     return lend(p, now);
 }
 
@@ -585,15 +508,14 @@ struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
 
 int tide_pool_hold(struct tide_pool *p, void *item)
 {
-    if (!p || !item)
-        return TIDE_EINVAL;
-    uint32_t i = tide__itemmap_find(&p->map, item);
-    if (i == TIDE__ITEMMAP_NONE)
-        return TIDE_EUNKNOWN;
+    uint32_t i;
+    int rc = find_held(p, item, &i);
+    if (rc)
+        return rc;
     struct slot *s = &p->slots[i];
     if (out(s))
         return TIDE_ENOTIDLE;
-    idle_unlink(p, i);
+    tide__pool_idle_unlink(p, i);
     s->link = HELD;
     p->busy_count++;
     p->held_count++;
@@ -643,6 +565,9 @@ static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
     s->link = LENT;
     s->since = now;
     tide__itemmap_put(&p->map, at, i);
+    p->reserved_count--;
+    if (p->shared)
+        tide__pool_first_shared_loan(p, i);
     return i;
 }
 
@@ -734,7 +659,8 @@ int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
     uint32_t i = queue_pop(p, &p->reserved);
     int64_t since = p->slots[i].since;
     p->busy_count--;
-    slot_release(p, i);
+    p->reserved_count--;
+    tide__pool_slot_release(p, i);
     if (p->has_shedder)
         tide__shedder_settle(&p->shedder, since, now);
     make_failed(p, now, roll);
@@ -767,59 +693,45 @@ static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
 }
 
 /* Settles the loan of a lent slot; a held one had no ticket. */
-static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
+void tide__pool_end_loan(struct tide_pool *p, struct slot *s, int64_t now)
 {
     p->busy_count--;
-    if (s->link == HELD)
+    if (held(s))
         p->held_count--;
     else if (p->has_shedder)
         tide__shedder_settle(&p->shedder, s->since, now);
 }
 
+/* Resource i leaves the books, its loans all ended: 0, give's answer
+ * (the caller closes it). */
+int tide__pool_leave_books(struct tide_pool *p, uint32_t i, uint32_t at)
+{
+    slot_free(p, i);
+    tide__itemmap_erase(&p->map, at);
+    return 0;
+}
+
 /* Closes the hole a resource that left made in the map (see
  * tide__itemmap_clear); 0, give's answer, so give can end in it. */
-TIDE__NOINLINE static int give_shifting(struct tide_pool *p, uint32_t at)
+TIDE__NOINLINE int tide__pool_give_shifting(struct tide_pool *p, uint32_t at)
 {
     tide__itemmap_shift(&p->map, at);
     return 0;
 }
 
-/* Whether a resource given back now is kept idle. */
-static bool keeps(const struct tide_pool *p)
-{
-    return !p->closed && p->idle_count < p->limits.idle;
-}
-
-/* Keeps slot i idle, the newest: 1, give's answer. */
-static TIDE__INLINE int give_idle(struct tide_pool *p, uint32_t i, int64_t now)
-{
-    p->slots[i].since = now;
-    idle_push(p, i);
-    return 1;
-}
-
 /* give_idle once the stack's holes are closed; out of line, so the give
  * that needs no compaction makes no call. */
-TIDE__NOINLINE static int give_compacting(struct tide_pool *p, uint32_t i,
-                                          int64_t now)
+TIDE__NOINLINE int tide__pool_give_compacting(struct tide_pool *p, uint32_t i,
+                                              int64_t now)
 {
     idle_compact(p);
     return give_idle(p, i, now);
 }
 
-/* The end of a give whose loan is settled: the resource becomes the idle
- * head (1) or leaves the books (0). No call but a tail one, so the common
- * give stays a leaf. */
-static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
-                                      uint32_t at, int64_t now)
+TIDE__NOINLINE int tide__pool_idle_or_leave(struct tide_pool *p, uint32_t i,
+                                            uint32_t at, int64_t now)
 {
-    if (!keeps(p)) {
-        slot_free(p, i); /* first: then nothing is live across the erase */
-        return tide__itemmap_clear(&p->map, at) ? 0 : give_shifting(p, at);
-    }
-    if (idle_full(p))
-        return give_compacting(p, i, now);
-    return give_idle(p, i, now);
+    return idle_or_leave(p, i, at, now);
 }
 
 /* give, once the slot and its map cell are known: every case. */
@@ -829,9 +741,11 @@ TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
     struct slot *s = &p->slots[i];
     if (!out(s))
         return TIDE_EDOUBLE;
-    bool held = s->link == HELD;
-    end_loan(p, s, now);
-    if (held && keeps(p)) {
+    if (s->link != LENT && s->link != HELD)
+        return tide__pool_give_loan(p, i, at, now);
+    bool was_held = s->link == HELD;
+    tide__pool_end_loan(p, s, now);
+    if (was_held && keeps(p)) {
         unhold(p, i); /* back at its place by rest time */
         return 1;
     }
@@ -861,8 +775,9 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return give_unknown(p, item, now, at);
     struct slot *s = &p->slots[i];
     if (s->link != LENT || now <= p->shedder.steady_after)
-        return give_found(p, i, at, now);
-    p->busy_count--; /* end_loan, with no ticket to settle */
+        return s->link == SHARED ? tide__pool_give_shared(p, i, at, now)
+                                 : give_found(p, i, at, now);
+    p->busy_count--; /* tide__pool_end_loan, with no ticket to settle */
     return idle_or_leave(p, i, at, now);
 }
 
@@ -879,16 +794,27 @@ uint32_t tide_pool_slot(const struct tide_pool *p, const void *item)
  * caller's stale note) and every other case go the way of give, whose
  * answers it keeps. A free slot holds no item, and an item is in one slot
  * at most, so a slot holding it is its own. */
+/* give_at that is not the common give. A loan of a shared resource that
+ * leaves others out needs no map cell, so no lookup either; the rest go
+ * the way of give. */
+TIDE__NOINLINE static int give_at_other(struct tide_pool *p, uint32_t slot,
+                                        void *item, int64_t now)
+{
+    int kept = tide__pool_give_at_shared(p, slot, now);
+    return kept == 1 ? kept : tide_pool_give(p, item, now);
+}
+
 int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
                       int64_t now)
 {
-    if (!p || !item || slot >= p->capacity || p->slots[slot].item != item ||
-        p->slots[slot].link != LENT || now <= p->shedder.steady_after ||
-        !keeps(p))
+    if (!p || !item || slot >= p->capacity || p->slots[slot].item != item)
         return tide_pool_give(p, item, now);
-    p->busy_count--; /* end_loan, with no ticket to settle */
+    if (p->slots[slot].link != LENT || now <= p->shedder.steady_after ||
+        !keeps(p))
+        return give_at_other(p, slot, item, now);
+    p->busy_count--; /* tide__pool_end_loan, with no ticket to settle */
     if (idle_full(p))
-        return give_compacting(p, slot, now);
+        return tide__pool_give_compacting(p, slot, now);
     return give_idle(p, slot, now);
 }
 
@@ -901,10 +827,16 @@ int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
     if (i == NIL)
         return TIDE_EUNKNOWN;
     struct slot *s = &p->slots[i];
-    if (out(s)) {
-        end_loan(p, s, now);
+    if (!out(s)) {
+        tide__pool_idle_unlink(p, i);
+    } else if (s->link == LENT || held(s)) {
+        tide__pool_end_loan(p, s, now);
     } else {
-        idle_unlink(p, i);
+        /* A loan of a shared resource (or of one broken or drained): the
+         * borrower says the connection broke, which it did for every
+         * loan of it. The last of them to come back hands it over. */
+        if (tide__pool_drop_loan(p, i, now) > 0)
+            return 1;
     }
     tide__itemmap_erase(&p->map, at);
     slot_free(p, i);
@@ -924,11 +856,11 @@ size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
             out[k++] = p->slots[i].item;
             *stack_at(p, place) = NIL; /* the ends are trimmed after */
             p->idle_count--;
-            slot_release(p, i);
+            tide__pool_slot_release(p, i);
         }
     }
     if (k > 0)
-        idle_trim(p);
+        tide__pool_idle_trim(p);
     return k;
 }
 
@@ -936,14 +868,14 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
 {
     if (!p)
         return 0;
-    p->closed = true;
+    p->closed = p->detour = true;
     if (!out)
         return 0;
     size_t k = 0;
     while (p->idle_count > 0 && k < n) {
         uint32_t i = idle_pop(p);
         out[k++] = p->slots[i].item;
-        slot_release(p, i);
+        tide__pool_slot_release(p, i);
     }
     return k;
 }
@@ -961,9 +893,18 @@ int64_t tide_pool_idle(const struct tide_pool *p)
 }
 
 /* Exactly the path of tide_pool_take that answers WAIT with no side
- * effect: not closed, the breaker not INACTIVE (take_slow), nothing idle,
- * and take_new's first test. */
+ * effect: not closed, the breaker not INACTIVE (tide__pool_take_slow), nothing
+ * idle, and tide__pool_take_new's first test. */
 bool tide_pool_must_wait(const struct tide_pool *p)
+{
+    return tide_pool_must_wait_alone(p) &&
+           !(p->shared && tide__shares_any_room(&p->shares));
+}
+
+/* An exclusive take is served by an idle one or a make, never by room
+ * beside other loans: the path of tide_pool_take_alone that answers WAIT
+ * with no side effect. */
+bool tide_pool_must_wait_alone(const struct tide_pool *p)
 {
     return p && !p->closed && p->breaker.state != TIDE_BREAKER_INACTIVE &&
            p->idle_count == 0 && live(p) >= p->limits.size;
@@ -972,6 +913,13 @@ bool tide_pool_must_wait(const struct tide_pool *p)
 int64_t tide_pool_busy(const struct tide_pool *p)
 {
     return p ? p->busy_count : 0;
+}
+
+int64_t tide_pool_loans(const struct tide_pool *p)
+{
+    if (!p)
+        return 0;
+    return p->busy_count - p->held_count - p->reserved_count + p->extra_loans;
 }
 
 double tide_pool_refusal(struct tide_pool *p, int64_t now)

@@ -1,6 +1,7 @@
-/* libFuzzer target: the bytes choose the limits, the ward and a sequence of
- * pool operations; the same driver as the model-based test checks every
- * answer against the reference model and the invariants after each step. */
+/* libFuzzer target: the bytes choose the limits (shared loans among them:
+ * streams from 1 to 9, pack or spread), the ward and a sequence of pool
+ * operations; the same driver as the model-based test checks every answer
+ * against the reference model and the invariants after each step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     };
     if (!(guards & 15))
         l.spread = (double)(guards >> 4 & 0xff) / 256.0;
+    /* half the inputs one loan a resource, half shared */
+    uint32_t streams = guards >> 12 & 15;
+    l.streams = streams < 8 ? 1 : (int64_t)streams - 6;
+    l.sharing = guards >> 16 & 1 ? TIDE_SHARING_SPREAD : TIDE_SHARING_PACK;
     if (drive_init(&d, &l, &w) != 0)
         abort();
     while (b.left > 0) {

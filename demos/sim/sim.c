@@ -40,6 +40,11 @@
 static const double phase_rate[PHASES] = {60, 700, 60, 60, 60};
 /* where each phase starts, as a share of the run */
 static const double phase_share[PHASES] = {0, 0.25, 0.42, 0.58, 0.75};
+/* The pool's limits, printed in the header by name as the core spells
+ * them. */
+static const struct tide_limits sim_limits =
+    TIDE_LIMITS_INIT(.size = POOL_SIZE, .keep = TIDE_SEC(5));
+
 /* Each phase starts this long after a whole second, so the row closed at
  * each whole second (by the first tick past it) covers one phase only. */
 #define PHASE_OFFSET TIDE_MS(50)
@@ -296,7 +301,7 @@ static int open_pool(struct sim *s, uint64_t seed)
     struct tide_backoff backoff = {0};
     struct tide_shedder_options shedder = {0};
     struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.size = POOL_SIZE, .keep = TIDE_SEC(5)),
+        .limits = sim_limits,
         .ward = {.breaker = &breaker, .backoff = &backoff, .shedder = &shedder},
         .min = 2,
         .make_timeout = TIDE_MS(500),
@@ -319,9 +324,11 @@ static int run(struct sim *s, uint64_t seed)
         fprintf(stderr, "sim: %s\n", tide_strerror(rc));
         return 1;
     }
-    printf("tidepool simulator: pool of %d on 127.0.0.1:%u, echo in %d ms, "
+    char limits[TIDE_LIMITS_TEXT];
+    (void)tide_limits_format(&sim_limits, limits, sizeof limits);
+    printf("tidepool simulator: a pool (%s) on 127.0.0.1:%u, echo in %d ms, "
            "%.0f s\n",
-           POOL_SIZE, echo_server_port(s->server), SERVICE_MS, s->seconds);
+           limits, echo_server_port(s->server), SERVICE_MS, s->seconds);
     row_print_legend(stdout);
     plan_phases(s);
     s->started = now_ns();

@@ -62,7 +62,7 @@ extern "C" {
 enum tide_error {
     TIDE_EINVAL = -1,   /* an argument is NULL or out of range */
     TIDE_ENOMEM = -2,   /* an allocation failed */
-    TIDE_ELIMITS = -3,  /* limits: a negative value or spread outside [0, 1] */
+    TIDE_ELIMITS = -3,  /* limits: a value out of its range */
     TIDE_EBREAKER = -4, /* breaker options out of range */
     TIDE_EBUCKET = -5,  /* bucket options out of range */
     TIDE_EBACKOFF = -6, /* backoff options out of range */
@@ -74,6 +74,8 @@ enum tide_error {
     TIDE_ECLOSED = -12,    /* the pool is closed */
     TIDE_EGATE = -13,      /* gate left more often than entered */
     TIDE_ENOTIDLE = -14,   /* hold: the resource is not idle in this pool */
+    TIDE_ENOTLENT = -15,   /* no loan of the resource is out */
+    TIDE_ESHARED = -16,    /* other loans of the resource are out */
 };
 
 /* A sentence for a person; never NULL, static storage. */
@@ -91,6 +93,28 @@ TIDE_API const char *tide_version(void);
 
 /* ---- limits ----------------------------------------------------------- */
 
+/* Which resource a shared loan goes to, when several have room for one
+ * more (streams > 1). Both lend a resource that has loans but room for
+ * another before they ask for a MAKE; among those with equal loans the one
+ * that came to that count last goes first, as the idle ones go newest
+ * first (the warmest). */
+enum tide_sharing {
+    /* The busiest resource with room: each is filled before the next is
+     * used, so the fewest stay open and the rest go idle and retire by
+     * keep. An idle one is lent only when none with loans has room. What
+     * HTTP/2 clients do (Envoy, Go's transport): streams are cheap, and
+     * connections are what the server limits. */
+    TIDE_SHARING_PACK = 0,
+    /* The least busy: an idle one first, else the one with the fewest
+     * loans, so borrowers queue behind as few others on one connection as
+     * can be: what a protocol answering in order wants (Redis, where a
+     * slow reply holds up every reply behind it). */
+    TIDE_SHARING_SPREAD,
+};
+
+/* The most loans one resource may carry (limits.streams). */
+#define TIDE_STREAMS_MAX 65535
+
 /* The limits a pool holds itself to. A zero field takes the preset, so
  * TIDE_LIMITS(.size = 20) is "the presets, with size 20" in one expression
  * (every field reads back resolved), TIDE_LIMITS(0) is all the presets, and
@@ -100,20 +124,30 @@ TIDE_API const char *tide_version(void);
  * TIDE_UNLIMITED / TIDE_FOREVER. Negative values are refused by tide_pool_new
  * with TIDE_ELIMITS, never clamped. */
 struct tide_limits {
-    int64_t size;  /* how many may be live at once: idle, lent and being
-                      made. Preset 10. */
-    int64_t idle;  /* how many may sit idle; a give beyond it answers "not
-                      kept". Preset: the size (10 when size is preset too),
-                      so a pool that grew under load does not throw away
-                      what it just made. An explicit idle is honoured. */
-    int64_t keep;  /* ns an idle resource may sit before it is retired.
-                      Preset 30 min: a warm pool survives a quiet spell. */
-    int64_t life;  /* ns a resource may live at all, however busy. Preset
-                      TIDE_FOREVER. */
-    double spread; /* shorten each resource's life by a random share up to
-                      this fraction, drawn from its MAKE's roll, so a pool
-                      filled in one burst does not expire in one burst.
-                      [0, 1]; preset 0. */
+    int64_t size;    /* how many may be live at once: idle, lent and being
+                        made. Preset 10. */
+    int64_t idle;    /* how many may sit idle; a give beyond it answers "not
+                        kept". Preset: the size (10 when size is preset too),
+                        so a pool that grew under load does not throw away
+                        what it just made. An explicit idle is honoured. */
+    int64_t keep;    /* ns an idle resource may sit before it is retired.
+                        Preset 30 min: a warm pool survives a quiet spell. */
+    int64_t life;    /* ns a resource may live at all, however busy. Preset
+                        TIDE_FOREVER. */
+    double spread;   /* shorten each resource's life by a random share up to
+                        this fraction, drawn from its MAKE's roll, so a pool
+                        filled in one burst does not expire in one burst.
+                        [0, 1]; preset 0. */
+    int64_t streams; /* how many loans one resource may carry at once: the
+                        streams of an HTTP/2 connection, the requests
+                        pipelined on one Redis connection. Each resource's
+                        own can be lowered at run time (a server's
+                        SETTINGS), never raised past this: see "Shared
+                        loans" below. 1 to TIDE_STREAMS_MAX. Preset 1: one
+                        borrower at a time, the pool as it always was. */
+    enum tide_sharing sharing; /* which resource takes the next shared
+                                  loan; preset TIDE_SHARING_PACK. Unused
+                                  with streams 1. */
 };
 
 #define TIDE_LIMITS(...) tide_limits_resolve((struct tide_limits){__VA_ARGS__})
@@ -132,8 +166,33 @@ struct tide_limits {
 
 /* The limits with every zero field replaced by its preset. */
 TIDE_API struct tide_limits tide_limits_resolve(struct tide_limits limits);
-/* 0 when the limits are valid, TIDE_ELIMITS otherwise. */
+/* 0 when the limits are valid, TIDE_ELIMITS otherwise: a negative value,
+ * spread outside [0, 1], streams above TIDE_STREAMS_MAX or an unknown
+ * sharing. */
 TIDE_API int tide_limits_check(const struct tide_limits *limits);
+/* Whether two sets of limits hold a pool to the same: compared field by
+ * field once resolved, so a zero and the preset it stands for are equal
+ * (TIDE_LIMITS_INIT(0) equals TIDE_LIMITS(.size = 10)). NULL stands for the
+ * presets, as at tide_pool_new. A NaN spread equals nothing. */
+TIDE_API bool tide_limits_equal(const struct tide_limits *a,
+                                const struct tide_limits *b);
+TIDE_API bool tide_limits_not_equal(const struct tide_limits *a,
+                                    const struct tide_limits *b);
+/* The limits as a person reads them, every field by name and resolved (a
+ * zero prints as the preset it stands for, never as a 0 that would read as
+ * "none"), for a log line or a simulator's header:
+ *   size=10 idle=10 keep=30min life=forever spread=0 streams=1 sharing=pack
+ * TIDE_UNLIMITED prints as "unlimited" and TIDE_FOREVER as "forever"; a span
+ * in the largest unit it is a whole number of (h, min, s, ms, us, ns), so
+ * the text is exact; spread to nine decimals. Writes at most len bytes,
+ * the text cut short if need be and always ended by a NUL when len > 0 (buf
+ * may be NULL when len is 0), and returns the length of the whole text
+ * without the NUL, as snprintf does: at most TIDE_LIMITS_TEXT - 1, so a
+ * buffer of TIDE_LIMITS_TEXT always holds it. TIDE_EINVAL for NULL limits.
+ * It draws on no printf, so a core built for WebAssembly stays small. */
+#define TIDE_LIMITS_TEXT 192
+TIDE_API int tide_limits_format(const struct tide_limits *limits, char *buf,
+                                size_t len);
 
 /* ---- jitter and backoff ----------------------------------------------- */
 
@@ -435,17 +494,22 @@ TIDE_API void tide_pool_free(struct tide_pool *p);
  * The most recently returned resource is handed out first: a warm connection
  * is likelier to still be good than a cold one, and handing out the newest
  * lets the oldest age past keep and be evicted, which is how a pool shrinks
- * after a burst. Never blocks, never allocates (bounded size). */
+ * after a burst. With streams > 1 the loan may be shared: a resource with
+ * loans and room for another is lent before a make, as limits.sharing
+ * picks (see "Shared loans"). Never blocks, never allocates (bounded
+ * size). */
 TIDE_API struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now,
                                           double roll);
-/* tide_pool_take where only an idle resource will do: with none idle it
+/* tide_pool_take where only an idle resource will do (with streams > 1,
+ * one live already: idle, or with room beside its loans): with none it
  * answers TIDE_WAIT and does nothing else (no make considered, no guard
- * asked, nothing reserved); with one idle it answers as take would (READY,
+ * asked, nothing reserved); with one it answers as take would (READY,
  * STALE or SHED). One call where a lender would ask tide_pool_idle first. */
 TIDE_API struct tide_taken tide_pool_take_idle(struct tide_pool *p,
                                                int64_t now);
-/* Registers a resource made after MAKE, as lent and born now. item must not
- * be NULL. 0, or TIDE_ENORESERVE / TIDE_EDUPLICATE / TIDE_EINVAL (nothing
+/* Registers a resource made after MAKE, as lent and born now (with streams
+ * > 1: one loan, shared, and room for more from now on). item must not be
+ * NULL. 0, or TIDE_ENORESERVE / TIDE_EDUPLICATE / TIDE_EINVAL (nothing
  * changed; the caller still owns item). */
 TIDE_API int tide_pool_made(struct tide_pool *p, void *item, int64_t now);
 /* Gives back a reservation whose make failed: the breaker counts the failure
@@ -486,11 +550,13 @@ TIDE_API void tide_pool_tried(struct tide_pool *p, int64_t now, double roll,
 TIDE_API void tide_pool_report(struct tide_pool *p, int64_t now, bool ok);
 /* Hands one back, keeping the birth it was lent with, so life retires a
  * connection reused all along. Returns 1 when kept; 0 when not (enough idle
- * already, or the pool closed): the caller closes it. A pointer the pool
- * never lent fills an open reservation (a MAKE whose made() was skipped) and
- * is born now. Misuse returns TIDE_EDOUBLE (it is idle here already: do not
- * close it) or TIDE_EUNKNOWN (not ours, no reservation: the caller still owns
- * it); counts stay correct. */
+ * already, the pool closed, or it was broken or drained): the caller closes
+ * it. With streams > 1 a give ends one loan: 1 while others of it are out.
+ * A pointer the pool never lent fills an open reservation (a MAKE whose
+ * made() was skipped) and is born now. Misuse returns TIDE_EDOUBLE (no loan
+ * of it is out: it is idle here already, do not close it) or TIDE_EUNKNOWN
+ * (not ours, no reservation: the caller still owns it); counts stay
+ * correct. */
 TIDE_API int tide_pool_give(struct tide_pool *p, void *item, int64_t now);
 /* The slot the pool files item under, or TIDE_NO_SLOT (not on the books).
  * A runtime keeping its own record of each resource can note it there and
@@ -505,7 +571,10 @@ TIDE_API int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
                                int64_t now);
 /* Takes a broken resource off the books: lent, or idle and found dead (peer
  * closed). The caller closes it. An unknown pointer fills an open
- * reservation, then is dropped. 0, or TIDE_EUNKNOWN. */
+ * reservation, then is dropped. 0, or TIDE_EUNKNOWN. With streams > 1 a
+ * drop ends one loan and breaks the resource for every loan of it (see
+ * tide_pool_break): 1 while others are out (do not close it yet; the last
+ * of them to come back, by give or drop, answers 0). */
 TIDE_API int tide_pool_drop(struct tide_pool *p, void *item, int64_t now);
 /* Removes up to n idle resources past keep or life, writes them to out for
  * the caller to close, returns how many. n returned means call again. */
@@ -530,16 +599,134 @@ TIDE_API struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now,
  * being made) or TIDE_EUNKNOWN. */
 TIDE_API int tide_pool_hold(struct tide_pool *p, void *item);
 
+/* ---- shared loans ----------------------------------------------------
+
+With limits.streams above 1 a resource carries up to that many loans at
+once: a take lends a resource that has loans but room for another before
+it asks for a MAKE (which one: limits.sharing), and give, drop and the
+rest count loans one by one. What changes, and what does not:
+
+- A resource is idle only with no loan out: idle, keep (counted from its
+  last loan's return), eviction, hold and the idle limit are about those.
+  `life` counts from its birth, as ever: one past it takes no new loan,
+  and the give of its last loan answers 0 (close it), as a connection
+  draining for its age closes with its last stream. (With streams 1 that
+  give keeps it and the next take hands it back STALE, the exclusive
+  pool's answers being kept exactly as they were.)
+- give ends one loan: 1 while it has others out (do not close it), then
+  what it always answered for the last (kept, or 0: close it). drop ends
+  one loan too and says the resource broke, for every loan of it: it takes
+  no new loan and the last loan back, by give or drop, answers 0 and hands
+  it over for closing, once. drop answers 1 while other loans are out.
+- A loan is a caller's request: the shedder counts loans in flight, and
+  its ceiling starts at size x streams; the breaker and backoff hear what
+  the runtime reports, and must hear one failure per broken resource, not
+  one per loan: tide_pool_break says which call broke it, and that call's
+  failure is the one reported (tide_pool_tried(ok = false) once for a
+  resource made untried that broke before it served).
+- Counts: live, idle and busy count resources; tide_pool_loans counts
+  loans. take and give stay O(1) in the pool's size and allocate nothing;
+  finding the busiest or least busy resource with room is one to three
+  word scans (O(log64) in the streams). A pool with streams > 1 keeps 12
+  bytes a slot more; one with streams 1 keeps none of this: its every
+  answer is the exclusive pool's, and its paths are as fast.
+
+How a runtime (an adapter) uses it, per loan:
+  take / take_idle        a shared loan: READY may be a resource already
+                          lent to others; make: made() registers it with
+                          one loan, and more may be taken from it at once.
+  take_alone / take_idle_alone
+                          an exclusive loan (a transaction, a subscriber):
+                          an idle resource or a MAKE, never one with loans.
+                          A resource made for an exclusive borrower is made
+                          exclusive by tide_pool_alone right after made().
+  must_wait, must_wait_alone
+                          whether the take of each kind can only WAIT now,
+                          with no side effect: a runtime serving one FIFO
+                          queue of both kinds asks the one its head needs
+                          and stops there, so an exclusive waiter at the
+                          head holds back the shared ones behind it (no
+                          barging) until a resource drains to no loan or
+                          room to make one appears: it is never starved.
+  give / give_at          a release; 1 while other loans are out.
+  break                   the protocol layer saw the connection fail (a
+                          reset, a GOAWAY with error) with loans out: 1 the
+                          first time, which is the failure to report; the
+                          borrowers' loans then come back by give or drop.
+  drop                    a discard: call break first to learn whether this
+                          discard is the one failure to report.
+  set_streams             the peer's limit (HTTP/2 SETTINGS); 0 drains.
+The runtime owns the resource's read side while several borrowers share it
+(the protocol layer routes each reply to its borrower); the pool owns the
+counts, the capacity, the lifetime and the exactly-once hand-back. */
+
+/* How a resource is shared now (tide_pool_share). */
+struct tide_share {
+    int64_t loans;   /* loans of it out now */
+    int64_t streams; /* loans it may carry: its own capacity, at most
+                        limits.streams; 0 once drained */
+    bool broken;     /* takes no new loan; leaves when the last returns */
+    bool draining;   /* the same, from a capacity of 0 (no failure) */
+    bool alone;      /* its loan is exclusive (always so with streams 1) */
+};
+
+/* tide_pool_take for an exclusive loan: the resource is lent to this
+ * borrower alone and takes no other loan until this one comes back. An
+ * idle one (READY or STALE, as take answers), else MAKE, WAIT, LATER or
+ * SHED as take would: never a resource that already has loans. With
+ * streams 1 it is tide_pool_take. */
+TIDE_API struct tide_taken tide_pool_take_alone(struct tide_pool *p,
+                                                int64_t now, double roll);
+/* tide_pool_take_idle for an exclusive loan: an idle one only. With
+ * streams 1 it is tide_pool_take_idle. */
+TIDE_API struct tide_taken tide_pool_take_idle_alone(struct tide_pool *p,
+                                                     int64_t now);
+/* tide_pool_must_wait for tide_pool_take_alone. */
+TIDE_API bool tide_pool_must_wait_alone(const struct tide_pool *p);
+/* Makes the one loan of item exclusive: nobody else is lent it until that
+ * loan comes back. For a resource just made for an exclusive borrower
+ * (made() lends it shared), or a borrower that finds itself alone on its
+ * connection. 0; TIDE_ESHARED (other loans are out: nothing changed);
+ * TIDE_ENOTLENT (idle or held); TIDE_EUNKNOWN. With streams 1 every loan
+ * is alone already: 0. */
+TIDE_API int tide_pool_alone(struct tide_pool *p, void *item);
+/* Marks a lent resource broken: it takes no new loan, and the last of its
+ * loans to come back, by give or drop, hands it over for closing (answers
+ * 0), once. 1 when this call broke it (report that one failure), 0 when it
+ * was broken already (by a break, or a drop of one of its loans);
+ * TIDE_ENOTLENT for one with no loan out (idle or held: drop it, which
+ * takes it off the books at once); TIDE_EUNKNOWN. */
+TIDE_API int tide_pool_break(struct tide_pool *p, void *item);
+/* Sets how many loans item may carry from now on (an HTTP/2 server's
+ * SETTINGS_MAX_CONCURRENT_STREAMS), held to limits.streams, the pool's own
+ * ceiling, as a client caps what a server offers. Loans already out above
+ * it stay out; no new one is lent until they are below it. 0 drains it:
+ * no new loan (a GOAWAY), and it leaves the books once none is out; an
+ * idle one at once (answers 0: close it), a lent or held one when its last
+ * loan or its check comes back (give answers 0). A drain is final. 1 while
+ * it stays on the books; TIDE_EINVAL (negative), TIDE_EUNKNOWN. A new
+ * resource carries limits.streams until told otherwise. */
+TIDE_API int tide_pool_set_streams(struct tide_pool *p, void *item,
+                                   int64_t streams);
+/* Reads how item is shared into *out: 0, TIDE_EUNKNOWN or TIDE_EINVAL. */
+TIDE_API int tide_pool_share(const struct tide_pool *p, const void *item,
+                             struct tide_share *out);
+/* Loans out now (with streams 1, resources lent). */
+TIDE_API int64_t tide_pool_loans(const struct tide_pool *p);
+/* The most loans one resource carries now; 0 with none out. */
+TIDE_API int64_t tide_pool_busiest(const struct tide_pool *p);
+
 TIDE_API int64_t
 tide_pool_live(const struct tide_pool *p); /* idle+lent+making */
 TIDE_API int64_t tide_pool_idle(const struct tide_pool *p);
 /* Whether a take at this moment can only answer TIDE_WAIT: nothing idle,
- * no room to make one, and neither closed nor a breaker that is down (so
- * nothing to refuse, shed or decide). No side effect, and no roll to draw:
- * a caller serving a queue asks it before a take that could only wait. */
+ * no resource with room for a shared loan, no room to make one, and neither
+ * closed nor a breaker that is down (so nothing to refuse, shed or decide).
+ * No side effect, and no roll to draw: a caller serving a queue asks it
+ * before a take that could only wait. */
 TIDE_API bool tide_pool_must_wait(const struct tide_pool *p);
 TIDE_API int64_t
-tide_pool_busy(const struct tide_pool *p); /* lent+held+making */
+tide_pool_busy(const struct tide_pool *p); /* lent+held+making (resources) */
 /* The share of new makes the breaker refuses at now; 0 without one. */
 TIDE_API double tide_pool_refusal(struct tide_pool *p, int64_t now);
 /* The pool's breaker, to read its state, switch it or install a strategy;

@@ -23,31 +23,103 @@ static int64_t spread_life(const struct drive *d, double roll)
     return life - (int64_t)((double)life * d->limits.spread * roll);
 }
 
+static bool aged(const struct drive *d, int64_t dies)
+{
+    return dies != TIDE_FOREVER && d->now >= dies;
+}
+
 static bool expired(const struct drive *d, const struct model_idle *m)
 {
-    if (m->dies != TIDE_FOREVER && d->now >= m->dies)
+    if (aged(d, m->dies))
         return true;
     return d->limits.keep != TIDE_FOREVER &&
            d->now - m->since >= d->limits.keep;
 }
 
+/* ---- shared loans: the rooms ---- */
+
+/* After any change to id's loans, capacity or state: in a room when it
+ * takes shared loans and has room for one more, and then the newest of
+ * its room, as the pool pushes every resource it moves. */
+static void room_set(struct drive *d, int id)
+{
+    bool open = d->place[id] == PLACE_LENT && d->lent_as[id] == LENT_SHARED;
+    d->in_room[id] =
+        open && d->loans[id] >= 1 && d->loans[id] < d->capacity[id];
+    if (d->in_room[id])
+        d->room_stamp[id] = ++d->stamps;
+}
+
+/* Whether a takes the next shared loan before b: pack the busier, spread
+ * the less busy, the newest among equals. */
+static bool picked_before(const struct drive *d, int a, int b)
+{
+    if (d->loans[a] != d->loans[b])
+        return d->limits.sharing == TIDE_SHARING_SPREAD
+                   ? d->loans[a] < d->loans[b]
+                   : d->loans[a] > d->loans[b];
+    return d->room_stamp[a] > d->room_stamp[b];
+}
+
+/* The pick, one past its life passed over and out of the rooms; -1 for
+ * none. */
+static int room_pick(struct drive *d)
+{
+    for (;;) {
+        int best = -1;
+        for (int id = 0; id < d->n_items; id++)
+            if (d->in_room[id] && (best < 0 || picked_before(d, id, best)))
+                best = id;
+        if (best < 0 || !aged(d, d->lent_dies[best]))
+            return best;
+        d->in_room[best] = false;
+    }
+}
+
 /* ---- moving resources between places, checked ---- */
 
-static void to_lent(struct drive *d, int id, int64_t dies)
+/* id's first loan, as `as`. */
+static void to_lent(struct drive *d, int id, int64_t dies, enum lent_as as)
 {
     DRIVE_CHECK(d->place[id] != PLACE_LENT); /* nothing handed out twice */
     d->place[id] = PLACE_LENT;
     d->lent_dies[id] = dies;
+    d->lent_as[id] = as;
+    d->loans[id] = 1;
     d->n_lent++;
+    room_set(d, id);
+}
+
+/* One more loan on a shared resource with room. */
+static void lend_more(struct drive *d, int id)
+{
+    DRIVE_CHECK(d->place[id] == PLACE_LENT);
+    DRIVE_CHECK(d->lent_as[id] == LENT_SHARED);
+    DRIVE_CHECK(d->loans[id] < d->capacity[id]);
+    DRIVE_CHECK(!aged(d, d->lent_dies[id]));
+    d->loans[id]++;
+    room_set(d, id);
+}
+
+/* One loan of id comes back: how many are still out. */
+static int loan_back(struct drive *d, int id)
+{
+    DRIVE_CHECK(d->loans[id] > 0);
+    d->loans[id]--;
+    room_set(d, id);
+    return d->loans[id];
 }
 
 static void leave(struct drive *d, int id)
 {
     DRIVE_CHECK(d->place[id] == PLACE_IDLE || d->place[id] == PLACE_LENT ||
                 d->place[id] == PLACE_HELD);
+    if (d->place[id] == PLACE_LENT) /* never with a loan out */
+        DRIVE_CHECK(d->loans[id] == 0);
     if (d->place[id] != PLACE_IDLE)
         d->n_lent--;
     d->place[id] = PLACE_GONE;
+    d->in_room[id] = false;
     d->departures++;
 }
 
@@ -66,7 +138,8 @@ static void idle_remove_at(struct drive *d, int i)
     d->n_idle--;
 }
 
-/* The oldest reservation becomes a lent resource born now. */
+/* The oldest reservation becomes a lent resource born now, carrying up to
+ * limits.streams. */
 static void fill_reservation(struct drive *d, int id)
 {
     int64_t life = d->reserved_life[d->res_head];
@@ -78,7 +151,8 @@ static void fill_reservation(struct drive *d, int id)
         d->reentries++;
     d->place[id] = PLACE_NONE;
     d->made++;
-    to_lent(d, id, later(d->now, life));
+    d->capacity[id] = (int)d->limits.streams;
+    to_lent(d, id, later(d->now, life), d->shared ? LENT_SHARED : LENT_PLAIN);
 }
 
 /* ---- picking resources for an operation ---- */
@@ -101,7 +175,14 @@ static int fresh_id(struct drive *d)
     return d->n_items < DRIVE_ITEMS ? d->n_items : -1;
 }
 
-/* ---- operations ---- */
+/* Any id at all, on the books or not. */
+static int any_id(struct drive *d, uint32_t arg)
+{
+    int n = d->n_items < DRIVE_ITEMS ? d->n_items + 1 : DRIVE_ITEMS;
+    return (int)(arg % (uint32_t)n);
+}
+
+/* ---- taking ---- */
 
 static bool ward_refusal(const struct drive *d, struct tide_taken t)
 {
@@ -114,9 +195,35 @@ static bool ward_refusal(const struct drive *d, struct tide_taken t)
            (t.guard == TIDE_GUARD_BREAKER || t.guard == TIDE_GUARD_SHEDDER);
 }
 
+static bool refused_by(const struct drive *d, struct tide_taken t,
+                       enum tide_guard guard)
+{
+    return d->guarded && t.answer == TIDE_SHED && t.guard == guard;
+}
+
+/* The newest idle one taken: handed back STALE, or lent READY as `as`. */
+static void expect_idle_taken(struct drive *d, struct tide_taken t,
+                              enum lent_as as)
+{
+    struct model_idle top = d->idle[d->n_idle - 1];
+    DRIVE_CHECK(t.item == item_of(d, top.id));
+    d->n_idle--;
+    if (expired(d, &top)) {
+        DRIVE_CHECK(t.answer == TIDE_STALE);
+        leave(d, top.id);
+    } else {
+        DRIVE_CHECK(t.answer == TIDE_READY);
+        DRIVE_CHECK(d->place[top.id] == PLACE_IDLE);
+        d->place[top.id] = PLACE_NONE;
+        to_lent(d, top.id, top.dies, as);
+    }
+}
+
 static void expect_room(struct drive *d, struct tide_taken t, double roll);
 
-static void expect_taken(struct drive *d, struct tide_taken t, double roll)
+/* A take with streams 1, or an exclusive one: an idle one, else a make. */
+static void expect_taken(struct drive *d, struct tide_taken t, double roll,
+                         enum lent_as as)
 {
     if (d->closed) {
         DRIVE_CHECK(t.answer == TIDE_SHED && t.guard == TIDE_GUARD_CLOSED);
@@ -125,41 +232,90 @@ static void expect_taken(struct drive *d, struct tide_taken t, double roll)
     if (ward_refusal(d, t))
         return;
     if (d->n_idle > 0) {
-        struct model_idle top = d->idle[d->n_idle - 1];
-        DRIVE_CHECK(t.item == item_of(d, top.id));
-        d->n_idle--;
-        if (expired(d, &top)) {
-            DRIVE_CHECK(t.answer == TIDE_STALE);
-            leave(d, top.id);
-        } else {
-            DRIVE_CHECK(t.answer == TIDE_READY);
-            DRIVE_CHECK(d->place[top.id] == PLACE_IDLE);
-            d->place[top.id] = PLACE_NONE;
-            to_lent(d, top.id, top.dies);
-        }
+        expect_idle_taken(d, t, as);
         return;
     }
     expect_room(d, t, roll);
 }
 
-static void op_take(struct drive *d, double roll)
+/* A shared take: in the sharing's order, a resource with room or an idle
+ * one; else a make, or WAIT when only a live one will do. The breaker is
+ * asked before anything else, the shedder just before a lend, once the
+ * rooms have been cleared of what is past its life. */
+static void expect_shared(struct drive *d, struct tide_taken t, double roll,
+                          bool make)
 {
-    expect_taken(d, tide_pool_take(d->pool, d->now, roll), roll);
-}
-
-/* take_idle: with none idle, WAIT and nothing else (the invariants after
- * the step see that nothing was reserved); with one, what take answers. */
-static void op_take_idle(struct drive *d)
-{
-    struct tide_taken t = tide_pool_take_idle(d->pool, d->now);
-    if (d->n_idle == 0) {
+    if (d->closed) {
+        DRIVE_CHECK(t.answer == TIDE_SHED && t.guard == TIDE_GUARD_CLOSED);
+        return;
+    }
+    if (refused_by(d, t, TIDE_GUARD_BREAKER))
+        return;
+    bool spread = d->limits.sharing == TIDE_SHARING_SPREAD;
+    int id = spread && d->n_idle > 0 ? -1 : room_pick(d);
+    if (refused_by(d, t, TIDE_GUARD_SHEDDER) && (id >= 0 || d->n_idle > 0))
+        return;
+    if (id >= 0) {
+        DRIVE_CHECK(t.answer == TIDE_READY && t.item == item_of(d, id));
+        lend_more(d, id);
+        return;
+    }
+    if (d->n_idle > 0) {
+        expect_idle_taken(d, t, LENT_SHARED);
+        return;
+    }
+    if (!make) {
         DRIVE_CHECK(t.answer == TIDE_WAIT && t.item == NULL);
         return;
     }
-    expect_taken(d, t, 0.0);
+    if (ward_refusal(d, t))
+        return;
+    expect_room(d, t, roll);
 }
 
-/* The answer when no idle one is lent: WAIT when full, else MAKE. */
+static void op_take(struct drive *d, double roll)
+{
+    struct tide_taken t = tide_pool_take(d->pool, d->now, roll);
+    if (d->shared)
+        expect_shared(d, t, roll, true);
+    else
+        expect_taken(d, t, roll, LENT_PLAIN);
+}
+
+/* take_idle: with none live to lend, WAIT and nothing else (the
+ * invariants after the step see that nothing was reserved); with one,
+ * what take answers. */
+static void op_take_idle(struct drive *d)
+{
+    struct tide_taken t = tide_pool_take_idle(d->pool, d->now);
+    if (d->n_idle == 0 && (!d->shared || room_pick(d) < 0)) {
+        DRIVE_CHECK(t.answer == TIDE_WAIT && t.item == NULL);
+        return;
+    }
+    if (d->shared)
+        expect_shared(d, t, 0.0, false);
+    else
+        expect_taken(d, t, 0.0, LENT_PLAIN);
+}
+
+/* The exclusive takes: an idle one or a make, never room beside a loan;
+ * with streams 1, the plain takes. */
+static void op_take_alone(struct drive *d, double roll, bool idle_only)
+{
+    enum lent_as as = d->shared ? LENT_ALONE : LENT_PLAIN;
+    if (idle_only) {
+        struct tide_taken t = tide_pool_take_idle_alone(d->pool, d->now);
+        if (d->n_idle == 0) {
+            DRIVE_CHECK(t.answer == TIDE_WAIT && t.item == NULL);
+            return;
+        }
+        expect_taken(d, t, 0.0, as);
+        return;
+    }
+    expect_taken(d, tide_pool_take_alone(d->pool, d->now, roll), roll, as);
+}
+
+/* The answer when no live one is lent: WAIT when full, else MAKE. */
 static void expect_room(struct drive *d, struct tide_taken t, double roll)
 {
     if (d->n_idle + d->n_lent + d->n_reserved >= d->limits.size) {
@@ -200,6 +356,7 @@ static void op_hold(struct drive *d, int id)
     int k = idle_index(d, id);
     d->lent_dies[id] = d->idle[k].dies;
     d->held_since[id] = d->idle[k].since;
+    d->held_drained[id] = false;
     idle_remove_at(d, k);
     d->place[id] = PLACE_HELD;
     d->n_lent++;
@@ -226,6 +383,12 @@ static void op_made(struct drive *d, uint32_t arg)
     } else {
         DRIVE_CHECK(rc == 0);
         fill_reservation(d, id);
+        /* made for an exclusive borrower now and then */
+        if (d->shared && (arg / 32) % 4 == 0) {
+            DRIVE_CHECK(tide_pool_alone(d->pool, item_of(d, id)) == 0);
+            d->lent_as[id] = LENT_ALONE;
+            room_set(d, id);
+        }
     }
 }
 
@@ -240,6 +403,8 @@ static void op_unmade(struct drive *d, double roll)
     d->res_head = (d->res_head + 1) % DRIVE_ITEMS;
     d->n_reserved--;
 }
+
+/* ---- giving back ---- */
 
 /* Resolves an item coming back: true when the pool should treat it as
  * lent (filling a reservation if unknown); the expected misuse otherwise. */
@@ -288,6 +453,39 @@ static int give_by(struct drive *d, int id, enum give_by by, uint32_t arg)
     return tide_pool_give_at(d->pool, slot, item, d->now);
 }
 
+/* The end of a give of a resource's last loan or check: it leaves (0)
+ * when `leaving` or not kept, else it is idle again (1) and false. */
+static bool leaves_at_give(struct drive *d, int id, int rc, bool leaving)
+{
+    if (leaving || d->closed || d->n_idle >= d->limits.idle) {
+        DRIVE_CHECK(rc == 0);
+        leave(d, id);
+        return true;
+    }
+    DRIVE_CHECK(rc == 1);
+    d->place[id] = PLACE_IDLE;
+    d->n_lent--;
+    return false;
+}
+
+/* A held one back from its check: at its place among the idle by rest
+ * time, unless it leaves. */
+static void expect_unheld(struct drive *d, int id, int rc)
+{
+    if (leaves_at_give(d, id, rc, d->held_drained[id]))
+        return;
+    /* above every idle one that rested at or before it, below the ones
+     * returned since */
+    int64_t since = d->held_since[id];
+    int at = d->n_idle;
+    while (at > 0 && d->idle[at - 1].since > since)
+        at--;
+    memmove(&d->idle[at + 1], &d->idle[at],
+            (size_t)(d->n_idle - at) * sizeof d->idle[0]);
+    d->idle[at] = (struct model_idle){id, d->lent_dies[id], since};
+    d->n_idle++;
+}
+
 static void op_give(struct drive *d, int id, uint32_t arg)
 {
     if (id < 0)
@@ -301,30 +499,21 @@ static void op_give(struct drive *d, int id, uint32_t arg)
             DRIVE_CHECK(d->place[id] == PLACE_IDLE);
         return;
     }
-    if (d->closed || d->n_idle >= d->limits.idle) {
-        DRIVE_CHECK(rc == 0);
-        leave(d, id);
+    if (d->place[id] == PLACE_HELD) {
+        expect_unheld(d, id, rc);
         return;
     }
-    DRIVE_CHECK(rc == 1);
-    int64_t dies = d->lent_dies[id];
-    bool held = d->place[id] == PLACE_HELD;
-    d->place[id] = PLACE_IDLE;
-    d->n_lent--;
-    if (!held) {
-        d->idle[d->n_idle++] = (struct model_idle){id, dies, d->now};
+    if (loan_back(d, id) > 0) { /* others still out */
+        DRIVE_CHECK(rc == 1);
         return;
     }
-    /* back at its place by rest time: above every idle one that rested
-     * at or before it, below the ones returned since */
-    int64_t since = d->held_since[id];
-    int at = d->n_idle;
-    while (at > 0 && d->idle[at - 1].since > since)
-        at--;
-    memmove(&d->idle[at + 1], &d->idle[at],
-            (size_t)(d->n_idle - at) * sizeof d->idle[0]);
-    d->idle[at] = (struct model_idle){id, dies, since};
-    d->n_idle++;
+    /* broken, drained, or shared and past its life: it goes */
+    enum lent_as as = d->lent_as[id];
+    bool goes = as == LENT_BROKEN || as == LENT_DRAINED ||
+                (as != LENT_PLAIN && aged(d, d->lent_dies[id]));
+    if (leaves_at_give(d, id, rc, goes))
+        return;
+    d->idle[d->n_idle++] = (struct model_idle){id, d->lent_dies[id], d->now};
 }
 
 static void op_drop(struct drive *d, int id)
@@ -343,8 +532,117 @@ static void op_drop(struct drive *d, int id)
         DRIVE_CHECK(rc == expect);
         return;
     }
+    if (d->place[id] == PLACE_LENT) {
+        /* broken for every loan of it; the last one back hands it over */
+        d->lent_as[id] = LENT_BROKEN;
+        if (loan_back(d, id) > 0) {
+            DRIVE_CHECK(rc == 1);
+            return;
+        }
+    }
     DRIVE_CHECK(rc == 0);
     leave(d, id);
+}
+
+/* ---- breaking, draining, exclusive ---- */
+
+static void op_break(struct drive *d, int id)
+{
+    if (id < 0)
+        return;
+    int rc = tide_pool_break(d->pool, item_of(d, id));
+    switch (d->place[id]) {
+    case PLACE_IDLE:
+    case PLACE_HELD:
+        DRIVE_CHECK(rc == TIDE_ENOTLENT);
+        return;
+    case PLACE_LENT:
+        if (d->lent_as[id] == LENT_BROKEN) {
+            DRIVE_CHECK(rc == 0);
+            return;
+        }
+        DRIVE_CHECK(rc == 1);
+        d->lent_as[id] = LENT_BROKEN;
+        room_set(d, id);
+        return;
+    default:
+        DRIVE_CHECK(rc == TIDE_EUNKNOWN);
+    }
+}
+
+/* A capacity: mostly within the streams, sometimes past them, 0 (a
+ * drain) or negative (refused). */
+static int64_t capacity_from(const struct drive *d, uint32_t arg)
+{
+    switch (arg % 8) {
+    case 0:
+        return 0;
+    case 1:
+        return arg % 64 == 1 ? -1 : d->limits.streams + 1 + arg % 3;
+    default:
+        return 1 + (int64_t)(arg / 8 % (uint32_t)d->limits.streams);
+    }
+}
+
+static void op_set_streams(struct drive *d, int id, uint32_t arg)
+{
+    if (id < 0)
+        return;
+    int64_t n = capacity_from(d, arg);
+    int rc = tide_pool_set_streams(d->pool, item_of(d, id), n);
+    enum place at = d->place[id];
+    if (n < 0) {
+        DRIVE_CHECK(rc == TIDE_EINVAL);
+        return;
+    }
+    if (at != PLACE_IDLE && at != PLACE_LENT && at != PLACE_HELD) {
+        DRIVE_CHECK(rc == TIDE_EUNKNOWN);
+        return;
+    }
+    if (n == 0 && at == PLACE_IDLE) { /* drained with no loan: it goes */
+        DRIVE_CHECK(rc == 0);
+        idle_remove_at(d, idle_index(d, id));
+        leave(d, id);
+        return;
+    }
+    DRIVE_CHECK(rc == 1);
+    if (n == 0 && at == PLACE_HELD) {
+        d->held_drained[id] = true;
+    } else if (n == 0) {
+        enum lent_as as = d->lent_as[id];
+        if (as == LENT_PLAIN || as == LENT_SHARED || as == LENT_ALONE)
+            d->lent_as[id] = LENT_DRAINED;
+        room_set(d, id);
+    } else if (d->shared) {
+        d->capacity[id] = (int)(n < d->limits.streams ? n : d->limits.streams);
+        if (at == PLACE_LENT && d->lent_as[id] == LENT_SHARED)
+            room_set(d, id);
+    }
+}
+
+static void op_alone(struct drive *d, int id)
+{
+    if (id < 0)
+        return;
+    int rc = tide_pool_alone(d->pool, item_of(d, id));
+    enum place at = d->place[id];
+    if (at == PLACE_IDLE || at == PLACE_HELD) {
+        DRIVE_CHECK(rc == TIDE_ENOTLENT);
+        return;
+    }
+    if (at != PLACE_LENT) {
+        DRIVE_CHECK(rc == TIDE_EUNKNOWN);
+        return;
+    }
+    if (d->shared && d->loans[id] > 1) {
+        DRIVE_CHECK(rc == TIDE_ESHARED);
+        return;
+    }
+    DRIVE_CHECK(rc == 0);
+    if (d->lent_as[id] == LENT_SHARED) {
+        d->lent_as[id] = LENT_ALONE;
+        room_set(d, id);
+    }
 }
 
 static void op_evict(struct drive *d, uint32_t arg)
@@ -389,6 +687,30 @@ static void op_close(struct drive *d, uint32_t arg)
     DRIVE_CHECK(d->n_idle == 0);
 }
 
+/* ---- invariants ---- */
+
+/* What tide_pool_share must read for id, as the model has it. */
+static void check_share(struct drive *d, int id)
+{
+    struct tide_share s;
+    int rc = tide_pool_share(d->pool, item_of(d, id), &s);
+    enum place at = d->place[id];
+    if (at != PLACE_IDLE && at != PLACE_LENT && at != PLACE_HELD) {
+        DRIVE_CHECK(rc == TIDE_EUNKNOWN);
+        return;
+    }
+    DRIVE_CHECK(rc == 0);
+    bool lent = at == PLACE_LENT;
+    enum lent_as as = d->lent_as[id];
+    bool drained = (lent && as == LENT_DRAINED) ||
+                   (at == PLACE_HELD && d->held_drained[id]);
+    DRIVE_CHECK(s.loans == (lent ? d->loans[id] : 0));
+    DRIVE_CHECK(s.streams == (drained ? 0 : d->shared ? d->capacity[id] : 1));
+    DRIVE_CHECK(s.broken == (lent && as == LENT_BROKEN));
+    DRIVE_CHECK(s.draining == drained);
+    DRIVE_CHECK(s.alone == (lent && (!d->shared || as == LENT_ALONE)));
+}
+
 static void check_invariants(struct drive *d, bool full)
 {
     struct tide_pool *p = d->pool;
@@ -399,17 +721,30 @@ static void check_invariants(struct drive *d, bool full)
     DRIVE_CHECK(tide_pool_live(p) == tide_pool_idle(p) + tide_pool_busy(p));
     if (!full)
         return;
-    int idle = 0, lent = 0, gone = 0;
+    int idle = 0, lent = 0, gone = 0, busiest = 0;
+    long loans = 0;
     for (int id = 0; id < d->n_items; id++) {
         idle += d->place[id] == PLACE_IDLE;
         lent += d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD;
         gone += d->place[id] == PLACE_GONE;
+        if (d->place[id] == PLACE_LENT) {
+            loans += d->loans[id];
+            busiest = d->loans[id] > busiest ? d->loans[id] : busiest;
+            DRIVE_CHECK(d->loans[id] >= 1);
+            DRIVE_CHECK(d->loans[id] <= d->limits.streams);
+            DRIVE_CHECK(d->lent_as[id] != LENT_ALONE || d->loans[id] == 1);
+        }
+        check_share(d, id);
     }
     DRIVE_CHECK(idle == d->n_idle && lent == d->n_lent);
     DRIVE_CHECK(gone == d->departures - d->reentries);
+    DRIVE_CHECK(tide_pool_loans(p) == loans);
+    DRIVE_CHECK(tide_pool_busiest(p) == busiest);
     for (int i = 0; i < d->n_idle; i++)
         DRIVE_CHECK(d->place[d->idle[i].id] == PLACE_IDLE);
 }
+
+/* ---- the driver ---- */
 
 int drive_init(struct drive *d, const struct tide_limits *limits,
                const struct tide_ward *ward)
@@ -419,16 +754,49 @@ int drive_init(struct drive *d, const struct tide_limits *limits,
     if (rc)
         return rc;
     d->limits = tide_pool_limits(d->pool);
+    d->shared = d->limits.streams > 1;
     d->guarded = ward && (ward->breaker || ward->bucket || ward->backoff ||
                           ward->shedder);
     return 0;
+}
+
+/* A resource with a loan out (or held) three times in four, else one
+ * idle, gone, never seen or at random: misuse among them. */
+static int pick_returning(struct drive *d, uint32_t arg)
+{
+    if (arg % 4)
+        return pick_in_place(d, arg % 16 == 1 ? PLACE_HELD : PLACE_LENT, arg);
+    return any_id(d, arg >> 2);
+}
+
+/* The operations that shared loans brought. */
+static void step_shared(struct drive *d, uint32_t op, uint32_t arg, double roll)
+{
+    switch (op % 8) {
+    case 0:
+    case 1:
+        op_take_alone(d, roll, arg % 2);
+        break;
+    case 2:
+        op_break(d, pick_returning(d, arg));
+        break;
+    case 3:
+        op_set_streams(d, pick_returning(d, arg), arg >> 4);
+        break;
+    case 4:
+        op_alone(d, pick_returning(d, arg));
+        break;
+    default: /* more loans out, so more come back */
+        op_give(d, pick_in_place(d, PLACE_LENT, arg), arg);
+        break;
+    }
 }
 
 void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
                 int64_t dt)
 {
     d->now = later(d->now, dt < 0 ? 0 : dt);
-    switch (op % 16) {
+    switch (op % 20) {
     case 0:
     case 1:
     case 2:
@@ -471,7 +839,7 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
     case 14:
         op_evict(d, arg);
         break;
-    default:
+    case 15:
         if (arg % 512 == 0)
             op_close(d, arg / 512);
         else if (arg % 4 == 1)
@@ -486,6 +854,9 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
         else
             op_take(d, roll);
         break;
+    default:
+        step_shared(d, op / 20, arg, roll);
+        break;
     }
     check_invariants(d, ++d->steps % 64 == 0);
 }
@@ -495,7 +866,7 @@ void drive_finish(struct drive *d)
     if (!d->closed)
         op_close(d, 7);
     for (int id = 0; id < d->n_items; id++)
-        if (d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD)
+        while (d->place[id] == PLACE_LENT || d->place[id] == PLACE_HELD)
             op_give(d, id, (uint32_t)id << 8);
     while (d->n_reserved > 0)
         op_unmade(d, 0.5);
@@ -503,6 +874,7 @@ void drive_finish(struct drive *d)
     /* nothing lost: every resource that entered left exactly once */
     DRIVE_CHECK(d->departures == d->made);
     DRIVE_CHECK(tide_pool_live(d->pool) == 0);
+    DRIVE_CHECK(tide_pool_loans(d->pool) == 0);
     for (int id = 0; id < d->n_items; id++)
         DRIVE_CHECK(d->place[id] == PLACE_GONE || d->place[id] == PLACE_NONE);
     tide_pool_free(d->pool);

@@ -2,15 +2,27 @@
  * model side by side, checking every answer and the invariants after every
  * operation. Shared by the model-based test and the libFuzzer target.
  *
+ * The model covers shared loans (limits.streams > 1) too: loans per
+ * resource, the rooms that pack and spread pick from (by loan count, the
+ * newest first among equals; one past its life passed over), capacities
+ * changed and drained, breaks and drops with loans out, exclusive loans.
+ *
  * Invariants checked after each step:
  *   live <= size; idle <= the idle limit;
  *   every resource is in exactly one place (idle, lent, held, gone);
  *   a held resource returns among the idle at its place by rest time;
  *   busy = lent + reserved, live = idle + busy (the pool's counts agree with
- *   the places the driver saw each resource go);
- *   nothing handed out twice (READY/STALE only ever hand out an idle one);
+ *   the places the driver saw each resource go); loans and the busiest
+ *   resource's loans agree with the model's, and each resource's share
+ *   (loans, capacity, broken, draining, alone) too;
+ *   no loan beyond a resource's capacity when lent; none on a resource
+ *   broken, drained, exclusive or past its life; nothing lent alone while
+ *   it has another loan;
+ *   nothing handed out twice (READY/STALE only ever hand out an idle one,
+ *   or with shared loans one with room);
  *   nothing lost (drive_finish: every resource ever made left exactly once,
- *   through STALE, evict, close, "not kept" or drop). */
+ *   through STALE, evict, close, "not kept" or drop, and never with a loan
+ *   out). */
 #ifndef TIDEPOOL_TEST_POOL_MODEL_H
 #define TIDEPOOL_TEST_POOL_MODEL_H
 
@@ -29,6 +41,15 @@ void drive_failed(const char *what, const char *file, int line);
 
 enum place { PLACE_NONE = 0, PLACE_IDLE, PLACE_LENT, PLACE_HELD, PLACE_GONE };
 
+/* What a lent or held resource takes, with its loans out. */
+enum lent_as {
+    LENT_PLAIN = 0, /* streams 1: its one loan */
+    LENT_SHARED,    /* takes more loans while it has room */
+    LENT_ALONE,     /* one exclusive loan */
+    LENT_BROKEN,    /* no new loan; leaves with its last */
+    LENT_DRAINED,   /* the same, no failure */
+};
+
 #define DRIVE_ITEMS 4096
 
 struct model_idle {
@@ -40,6 +61,7 @@ struct model_idle {
 struct drive {
     struct tide_pool *pool;
     struct tide_limits limits; /* resolved */
+    bool shared;               /* limits.streams > 1 */
     bool guarded; /* a ward is present: the pool may refuse where the
                      model would lend or make */
     int64_t now;
@@ -52,6 +74,14 @@ struct drive {
     int64_t reserved_life[DRIVE_ITEMS]; /* FIFO of spread lives */
     int res_head;
     int n_reserved;
+    /* shared loans, by id, while on the books */
+    int loans[DRIVE_ITEMS];
+    int capacity[DRIVE_ITEMS];         /* loans it may carry now */
+    enum lent_as lent_as[DRIVE_ITEMS]; /* while lent */
+    bool held_drained[DRIVE_ITEMS];    /* while held: drained meanwhile */
+    bool in_room[DRIVE_ITEMS];    /* takes the next shared loan if picked */
+    long room_stamp[DRIVE_ITEMS]; /* when it came to its room */
+    long stamps;
     /* where each resource is, as the driver saw it go */
     enum place place[DRIVE_ITEMS];
     int n_items;     /* ids handed to the pool so far */
@@ -70,7 +100,7 @@ int drive_init(struct drive *d, const struct tide_limits *limits,
  * `roll` in [0, 1) and the clock moved forward by `dt` ns first. */
 void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
                 int64_t dt);
-/* Closes the pool, gives back every lent one, checks nothing was lost, and
+/* Closes the pool, gives back every loan out, checks nothing was lost, and
  * frees the pool. */
 void drive_finish(struct drive *d);
 

@@ -16,8 +16,16 @@ void drive_failed(const char *what, const char *file, int line)
 #define EPISODES 1000
 #define STEPS    1000
 
+/* How many loans a resource may carry in an episode. */
+enum streams {
+    ONE_LOAN, /* streams 1: the exclusive pool */
+    SHARED,   /* 2 to 8, pack or spread */
+    EITHER,   /* one or the other, by the episode */
+};
+
 /* Random limits small enough that every answer comes up often. */
-static struct tide_limits random_limits(uint64_t *rng, bool spread)
+static struct tide_limits random_limits(uint64_t *rng, bool spread,
+                                        enum streams streams)
 {
     struct tide_limits l = {0};
     l.size = 1 + rng_below(rng, 12);
@@ -27,17 +35,20 @@ static struct tide_limits random_limits(uint64_t *rng, bool spread)
     l.life = rng_below(rng, 3) == 0 ? TIDE_FOREVER
                                     : TIDE_MS(1 + rng_below(rng, 1000));
     l.spread = spread && rng_below(rng, 2) ? rng_roll(rng) : 0.0;
+    if (streams == SHARED || (streams == EITHER && rng_below(rng, 2)))
+        l.streams = 2 + rng_below(rng, 7);
+    l.sharing = rng_below(rng, 2) ? TIDE_SHARING_SPREAD : TIDE_SHARING_PACK;
     return l;
 }
 
 static void run_episodes(uint64_t seed, const struct tide_ward *ward,
-                         bool spread)
+                         bool spread, enum streams streams)
 {
     static struct drive d;
     uint64_t rng = seed;
     long ops = 0;
     for (int e = 0; e < EPISODES; e++) {
-        struct tide_limits l = random_limits(&rng, spread);
+        struct tide_limits l = random_limits(&rng, spread, streams);
         ck_assert_int_eq(drive_init(&d, &l, ward), 0);
         for (int s = 0; s < STEPS; s++) {
             uint32_t op = (uint32_t)rng_next(&rng);
@@ -57,7 +68,15 @@ static void run_episodes(uint64_t seed, const struct tide_ward *ward,
 
 START_TEST(million_operations_match_the_model)
 {
-    run_episodes(UINT64_C(0x7469646570), NULL, true);
+    run_episodes(UINT64_C(0x7469646570), NULL, true, ONE_LOAN);
+}
+END_TEST
+
+/* Shared loans: rooms picked by pack and spread, capacities changed and
+ * drained, breaks and drops with loans out, exclusive loans, misuse. */
+START_TEST(million_shared_operations_match_the_model)
+{
+    run_episodes(UINT64_C(0x736861726564), NULL, true, SHARED);
 }
 END_TEST
 
@@ -73,7 +92,7 @@ START_TEST(million_operations_with_full_ward_keep_invariants)
                           .bucket = &bucket,
                           .backoff = &backoff,
                           .shedder = &shedder};
-    run_episodes(UINT64_C(0x77617264), &w, false);
+    run_episodes(UINT64_C(0x77617264), &w, false, EITHER);
 }
 END_TEST
 
@@ -84,7 +103,7 @@ START_TEST(strikes_breaker_keeps_invariants)
                                            .cooldown = TIDE_MS(30),
                                            .probes = 2};
     struct tide_ward w = {.breaker = &breaker};
-    run_episodes(UINT64_C(0x737472), &w, false);
+    run_episodes(UINT64_C(0x737472), &w, false, EITHER);
 }
 END_TEST
 
@@ -94,6 +113,7 @@ static Suite *model_suite(void)
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, million_operations_match_the_model);
+    tcase_add_test(tc, million_shared_operations_match_the_model);
     tcase_add_test(tc, million_operations_with_full_ward_keep_invariants);
     tcase_add_test(tc, strikes_breaker_keeps_invariants);
     suite_add_tcase(s, tc);

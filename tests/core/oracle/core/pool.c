@@ -1,0 +1,1014 @@
+/* Pool: the bookkeeping of holding a limited number of things.
+ *
+ * Every resource, and every reservation being made, has a slot:
+ *   idle      item set, in the idle stack, link == its place there
+ *   lent      item set, link == LENT
+ *   held      item set, link == HELD (aside for a check)
+ *   reserved  item NULL, on the reservation queue (FIFO, linked through
+ *             link), dies holds its spread life until made() turns it into
+ *             a deadline
+ *   free      item NULL, on the free list through link
+ * and the item map finds a held item's slot by pointer. Slots are 32 bytes;
+ * with the map, 40 to 48 bytes a slot.
+ *
+ * The idle ones are a stack of slot numbers, oldest at the bottom, newest
+ * (the next lent) at the top, rather than a list linked through the slots:
+ * with the whole pool out and back in an order of its own, a linked pop
+ * must read the slot it lends to find the next one, a cache miss waited
+ * for before the next take can start, where a stack holds the next numbers
+ * side by side and the slots they name can be fetched at once. One taken
+ * from below the top (a drop, a hold, an eviction) leaves a hole, which a
+ * pop or a removal at either end steps over, and a compaction closes when
+ * a push finds the top at the last place; the stack starts again from the
+ * first place whenever it empties. It has as many places as there are
+ * slots and lives in them: place k is slot k's `stack` (nothing to do
+ * with slot k itself), in the four bytes the two 8-byte times would
+ * otherwise leave as padding, so it costs no memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_internal.h"
+#include "itemmap.h"
+
+#define NIL  UINT32_MAX /* no slot; in the stack, a hole */
+#define LENT (UINT32_MAX - 1)
+#define HELD (UINT32_MAX - 3)
+
+/* A finite size up to this is allocated whole at creation, so take and give
+ * never allocate; beyond it (or unlimited) the books grow by doubling. */
+#define PREALLOC_MAX (INT64_C(1) << 20)
+#define GROW_FIRST   64
+#define SLOTS_MAX    (UINT32_MAX - 4)
+
+struct slot {
+    void *item;
+    int64_t dies;   /* when life retires it (TIDE_FOREVER: never) */
+    int64_t since;  /* idle: when it came back; lent: when it was lent;
+                       reserved: when the MAKE was answered */
+    uint32_t link;  /* idle: its place in the stack; LENT; HELD; reserved:
+                       the next reservation; free: the next free slot */
+    uint32_t stack; /* the idle stack's entry at place (this slot's number) */
+};
+
+/* The reservations: joined at the tail, left from the head. */
+struct list {
+    uint32_t head;
+    uint32_t tail;
+};
+
+struct tide_pool {
+    struct tide_limits limits;
+    struct slot *slots;
+    uint32_t capacity;
+    uint32_t free_head;
+    /* The idle stack, `capacity` places: idle_count entries, the rest
+     * holes, from idle_bottom (the oldest) up to idle_top (one past the
+     * newest). Neither end is a hole while one is idle, so the newest and
+     * the oldest are read directly; both are 0 while none is. */
+    uint32_t idle_bottom;
+    uint32_t idle_top;
+    struct list reserved; /* head: oldest reservation */
+    int64_t idle_count;
+    int64_t busy_count; /* lent, held and reserved */
+    int64_t held_count; /* of those, held: no shedder ticket */
+    struct tide__itemmap map;
+    bool closed;
+
+    bool has_breaker;
+    bool has_bucket;
+    bool has_backoff;
+    bool has_shedder;
+    struct tide_breaker breaker;
+    struct tide_bucket bucket;
+    struct tide_shedder shedder;
+    struct tide_backoff backoff;
+    int backoff_failures;     /* makes failed in a row */
+    int64_t backoff_until;    /* no MAKE before this (INT64_MIN: none) */
+    int64_t backoff_previous; /* the last delay drawn */
+};
+
+/* ---- the idle stack ---- */
+
+static uint32_t *stack_at(struct tide_pool *p, uint32_t place)
+{
+    return &p->slots[place].stack;
+}
+
+/* The newest idle one, the next to lend; one must be idle. */
+static uint32_t idle_newest(struct tide_pool *p)
+{
+    return *stack_at(p, p->idle_top - 1);
+}
+
+/* Steps the ends over holes, so that neither is one; empty, the stack
+ * starts again from the first place. Out of line: a pop calls it only when
+ * the next one down is a hole or none is left. */
+TIDE__NOINLINE static void idle_trim(struct tide_pool *p)
+{
+    if (p->idle_count == 0) {
+        p->idle_bottom = p->idle_top = 0;
+        return;
+    }
+    while (*stack_at(p, p->idle_top - 1) == NIL)
+        p->idle_top--;
+    while (*stack_at(p, p->idle_bottom) == NIL)
+        p->idle_bottom++;
+}
+
+/* Closes the holes: the entries slide down to the first place, in order.
+ * Each hole it closes was left by a removal, and each place it frees below
+ * the bottom by one too, so those pay for it. */
+TIDE__NOINLINE static void idle_compact(struct tide_pool *p)
+{
+    uint32_t to = 0;
+    for (uint32_t from = p->idle_bottom; from < p->idle_top; from++) {
+        uint32_t i = *stack_at(p, from);
+        if (i != NIL) {
+            *stack_at(p, to) = i;
+            p->slots[i].link = to;
+            to++;
+        }
+    }
+    p->idle_bottom = 0;
+    p->idle_top = to;
+}
+
+/* Whether the stack has no place left above its top: then, a slot coming
+ * back not being idle, there are holes to close first. */
+static bool idle_full(const struct tide_pool *p)
+{
+    return p->idle_top == p->capacity;
+}
+
+/* Puts slot i on the top, the newest idle one; the stack is not full. */
+static TIDE__INLINE void idle_push(struct tide_pool *p, uint32_t i)
+{
+    uint32_t place = p->idle_top++;
+    *stack_at(p, place) = i;
+    p->slots[i].link = place;
+    p->idle_count++;
+}
+
+/* Takes the newest idle one off the top; one must be idle. */
+static TIDE__INLINE uint32_t idle_pop(struct tide_pool *p)
+{
+    uint32_t place = --p->idle_top;
+    uint32_t i = *stack_at(p, place);
+    if (--p->idle_count == 0 || *stack_at(p, place - 1) == NIL)
+        idle_trim(p);
+    return i;
+}
+
+/* A take fetches the slot of the idle one PREFETCH_AHEAD places under the
+ * new top, in a stack of PREFETCH_FROM places or more: when many are taken
+ * in a row (a burst, or the whole pool out at once), that slot is then in
+ * cache by the time it is lent, where each take would otherwise wait for
+ * its own miss, one after the other (a take must read its slot: the item
+ * it answers, the life and rest it checks). Below that size the slots stay
+ * in cache anyway and the fetch would only cost. */
+#define PREFETCH_AHEAD 8
+#define PREFETCH_FROM  16384
+
+static TIDE__INLINE void idle_prefetch(struct tide_pool *p)
+{
+#if defined(__GNUC__)
+    if (p->capacity >= PREFETCH_FROM && p->idle_count > PREFETCH_AHEAD) {
+        /* idle_count > AHEAD: that place is above the bottom */
+        uint32_t i = *stack_at(p, p->idle_top - (PREFETCH_AHEAD + 1));
+        if (i != NIL)
+            __builtin_prefetch(&p->slots[i], 1);
+    }
+#else
+    (void)p;
+#endif
+}
+
+/* Takes idle slot i out of the stack, from wherever it is. */
+static void idle_unlink(struct tide_pool *p, uint32_t i)
+{
+    *stack_at(p, p->slots[i].link) = NIL;
+    p->idle_count--;
+    idle_trim(p);
+}
+
+/* The reservations queue through `link` alone: they join at the tail and
+ * leave from the head, never from the middle. */
+static void queue_push(struct tide_pool *p, struct list *q, uint32_t i)
+{
+    p->slots[i].link = NIL;
+    if (q->head == NIL)
+        q->head = i;
+    else
+        p->slots[q->tail].link = i;
+    q->tail = i;
+}
+
+/* Takes the head of a queue that is not empty; the tail is stale once the
+ * head is NIL, and queue_push looks at the head. */
+static uint32_t queue_pop(struct tide_pool *p, struct list *q)
+{
+    uint32_t i = q->head;
+    q->head = p->slots[i].link;
+    return i;
+}
+
+/* ---- slots ---- */
+
+static void chain_free(struct tide_pool *p, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = to; i > from; i--) {
+        struct slot *s = &p->slots[i - 1];
+        s->item = NULL;
+        s->link = p->free_head;
+        p->free_head = i - 1;
+    }
+}
+
+/* Out of line: it runs a few dozen times in a pool's life, and inlined it
+ * would weigh on the make path that checks for it. */
+TIDE__NOINLINE static int grow(struct tide_pool *p, uint32_t capacity)
+{
+    struct slot *slots = realloc(p->slots, (size_t)capacity * sizeof *slots);
+    if (!slots)
+        return TIDE_ENOMEM;
+    p->slots = slots;
+    tide__itemmap_bind(&p->map, slots, sizeof *slots);
+    if (tide__itemmap_reserve(&p->map, capacity) != 0)
+        return TIDE_ENOMEM; /* slots stay valid; the map keeps its size */
+    chain_free(p, p->capacity, capacity);
+    p->capacity = capacity; /* the stack's places stay where they are */
+    return 0;
+}
+
+/* Makes sure a free slot exists; false when an unbounded pool cannot grow. */
+static bool ensure_free_slot(struct tide_pool *p)
+{
+    if (p->free_head != NIL)
+        return true;
+    if (p->capacity >= SLOTS_MAX)
+        return false;
+    uint64_t want = p->capacity ? (uint64_t)p->capacity * 2 : GROW_FIRST;
+    if (want > SLOTS_MAX)
+        want = SLOTS_MAX;
+    return grow(p, (uint32_t)want) == 0;
+}
+
+static uint32_t slot_take_free(struct tide_pool *p)
+{
+    uint32_t i = p->free_head;
+    p->free_head = p->slots[i].link;
+    return i;
+}
+
+/* Returns a slot to the free list; its item, if any, is off the map. */
+static void slot_free(struct tide_pool *p, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    s->item = NULL;
+    s->link = p->free_head;
+    p->free_head = i;
+}
+
+/* Returns a slot to the free list and forgets its item. */
+static void slot_release(struct tide_pool *p, uint32_t i)
+{
+    if (p->slots[i].item)
+        tide__itemmap_remove(&p->map, p->slots[i].item);
+    slot_free(p, i);
+}
+
+/* The map cell of item, or the empty one where it would go. */
+static uint32_t seek(const struct tide_pool *p, const void *item)
+{
+    return tide__itemmap_seek_in(&p->map, item, p->slots, sizeof *p->slots);
+}
+
+/* ---- creation ---- */
+
+static int build_ward(struct tide_pool *p, const struct tide_ward *w,
+                      int64_t now)
+{
+    if (w->breaker) {
+        struct tide_breaker_options o = tide__breaker_resolve(*w->breaker);
+        int rc = tide__breaker_check(&o);
+        if (rc)
+            return rc;
+        tide__breaker_init(&p->breaker, &o);
+        p->has_breaker = true;
+    }
+    if (w->bucket) {
+        struct tide_bucket_options o = tide__bucket_resolve(*w->bucket);
+        int rc = tide__bucket_check(&o);
+        if (rc)
+            return rc;
+        tide__bucket_init(&p->bucket, &o, now);
+        p->has_bucket = true;
+    }
+    if (w->backoff) {
+        int rc = tide_backoff_check(w->backoff);
+        if (rc)
+            return rc;
+        p->backoff = tide_backoff_resolve(*w->backoff);
+        p->has_backoff = true;
+    }
+    if (w->shedder) {
+        struct tide_shedder_options o = tide__shedder_resolve(*w->shedder);
+        int rc = tide__shedder_check(&o);
+        if (rc)
+            return rc;
+        tide__shedder_init(&p->shedder, &o, p->limits.size);
+        p->has_shedder = true;
+    }
+    return 0;
+}
+
+/* The values of the guards that are not there, read by the fast paths
+ * without asking whether they are: nothing shed, no bucket to fill, no
+ * hold, no settle to make, a breaker quiet for ever (its successes are
+ * counted and never read). build_ward overwrites those it sets up. */
+static void absent_guards(struct tide_pool *p)
+{
+    p->breaker.state = TIDE_BREAKER_ACTIVE;
+    p->breaker.quiet_from = INT64_MIN;
+    p->breaker.quiet_until = INT64_MAX;
+    p->shedder.room = INT64_MAX;
+    p->shedder.steady_after = INT64_MIN;
+    p->bucket.full_from = INT64_MIN;
+    p->backoff_until = INT64_MIN;
+}
+
+int tide_pool_new(const struct tide_limits *limits,
+                  const struct tide_ward *ward, int64_t now,
+                  struct tide_pool **out)
+{
+    if (!out)
+        return TIDE_EINVAL;
+    *out = NULL;
+    struct tide_limits l = limits ? *limits : (struct tide_limits){0};
+    int rc = tide_limits_check(&l);
+    if (rc)
+        return rc;
+    struct tide_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return TIDE_ENOMEM;
+    p->limits = tide_limits_resolve(l);
+    p->free_head = NIL;
+    p->reserved = (struct list){NIL, NIL};
+    absent_guards(p);
+    tide__itemmap_init(&p->map);
+    rc = ward ? build_ward(p, ward, now) : 0;
+    if (rc == 0 && p->limits.size <= PREALLOC_MAX)
+        rc = grow(p, (uint32_t)p->limits.size);
+    if (rc) {
+        tide_pool_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void tide_pool_free(struct tide_pool *p)
+{
+    if (!p)
+        return;
+    tide__itemmap_dispose(&p->map);
+    free(p->slots);
+    free(p);
+}
+
+/* ---- decisions ---- */
+
+/* Idle, lent and being made. */
+static int64_t live(const struct tide_pool *p)
+{
+    return p->idle_count + p->busy_count;
+}
+
+/* Lent and being made: the shedder's tickets, counted from the pool's own
+ * books rather than kept twice. */
+static int64_t in_flight(const struct tide_pool *p)
+{
+    return p->busy_count - p->held_count;
+}
+
+static bool expired(const struct tide_pool *p, const struct slot *s,
+                    int64_t now)
+{
+    if (s->dies != TIDE_FOREVER && now >= s->dies)
+        return true;
+    return p->limits.keep != TIDE_FOREVER &&
+           tide__elapsed(s->since, now) >= p->limits.keep;
+}
+
+/* Lent or held: not among the idle. For a slot the map found. */
+static bool out(const struct slot *s)
+{
+    return s->link == LENT || s->link == HELD;
+}
+
+_Static_assert(sizeof(struct tide_taken) == 16,
+               "the answer must stay small enough to return in registers");
+
+static struct tide_taken answer(enum tide_answer a, void *item, int64_t span,
+                                enum tide_guard guard)
+{
+    if (a == TIDE_LATER)
+        return (struct tide_taken){.answer = a, .guard = guard, .span = span};
+    return (struct tide_taken){.answer = a, .guard = guard, .item = item};
+}
+
+/* The life of a resource made with this roll: life shortened by a share
+ * of up to `spread`. The roll is held to [0, 1) here, where it is used. */
+static int64_t spread_life(const struct tide_pool *p, double roll)
+{
+    int64_t life = p->limits.life;
+    if (life == TIDE_FOREVER || p->limits.spread == 0.0)
+        return life;
+    double share = p->limits.spread * tide__roll(roll);
+    return life - (int64_t)((double)life * share);
+}
+
+/* Lends the head of the idle list, known fresh. */
+static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
+{
+    struct slot *s = &p->slots[idle_pop(p)];
+    idle_prefetch(p);
+    s->link = LENT;
+    s->since = now;
+    p->busy_count++;
+    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+}
+
+static struct tide_taken lend_idle(struct tide_pool *p, int64_t now)
+{
+    uint32_t i = idle_newest(p);
+    struct slot *s = &p->slots[i];
+    if (expired(p, s, now)) {
+        void *item = s->item;
+        (void)idle_pop(p);
+        slot_release(p, i);
+        return answer(TIDE_STALE, item, 0, TIDE_GUARD_NONE);
+    }
+    return lend(p, now);
+}
+
+/* Reserves the free slot at the head of the free list for a make answered
+ * now; the guards have let it through, and the bucket's token is taken. */
+static TIDE__INLINE struct tide_taken reserve_slot(struct tide_pool *p,
+                                                   int64_t now, double roll)
+{
+    uint32_t i = slot_take_free(p);
+    struct slot *s = &p->slots[i]; /* a free slot holds no item */
+    s->dies = spread_life(p, roll);
+    s->since = now;
+    queue_push(p, &p->reserved, i);
+    p->busy_count++;
+    return answer(TIDE_MAKE, NULL, 0, TIDE_GUARD_NONE);
+}
+
+/* Room for one more is there: asks the guards, in order, and reserves. */
+TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
+                                                int64_t now, double roll)
+{
+    roll = tide__roll(roll); /* the breaker may rescale it */
+    if (now < p->backoff_until)
+        return answer(TIDE_LATER, NULL, tide__elapsed(now, p->backoff_until),
+                      TIDE_GUARD_BACKOFF);
+    if (p->has_bucket) {
+        tide__bucket_refill(&p->bucket, now);
+        if (p->bucket.tokens < 1.0)
+            return answer(TIDE_LATER, NULL, tide_bucket_next(&p->bucket, now),
+                          TIDE_GUARD_BUCKET);
+    }
+    /* Room in the books before the breaker counts a probe it cannot use. */
+    if (!ensure_free_slot(p))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_MEMORY);
+    if (p->has_breaker && !tide__breaker_admit(&p->breaker, now, &roll))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    if (p->has_bucket)
+        tide__bucket_spend(&p->bucket, now, p->bucket.tokens); /* refilled */
+    return reserve_slot(p, now, roll);
+}
+
+/* Whether reserve would let a make through at once, with nothing to
+ * record, asked without side effects: a "no" leaves reserve to decide from
+ * the start. A bucket must be full, so its token is taken with no
+ * arithmetic; one that is not goes the long way. */
+static bool guards_open(const struct tide_pool *p, int64_t now)
+{
+    if (now < p->backoff_until)
+        return false;
+    if (now < p->bucket.full_from)
+        return false;
+    return p->free_head != NIL && tide__breaker_admits(&p->breaker, now);
+}
+
+/* No idle one: make one, if the limits and the guards allow. */
+TIDE__NOINLINE static struct tide_taken take_new(struct tide_pool *p,
+                                                 int64_t now, double roll)
+{
+    if (live(p) >= p->limits.size)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    if (!tide__shedder_admit(&p->shedder, in_flight(p)))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+    if (!guards_open(p, now))
+        return reserve(p, now, roll);
+    if (p->has_bucket)
+        tide__bucket_spend_full(&p->bucket, now);
+    return reserve_slot(p, now, roll);
+}
+
+/* Everything take decides, in order, for the cases tide_pool_take leaves:
+ * a closed pool, a breaker that is down, an idle head stale or held back. */
+TIDE__NOINLINE static struct tide_taken take_slow(struct tide_pool *p,
+                                                  int64_t now, double roll)
+{
+    if (p->closed)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    if (p->idle_count > 0) {
+        /* A stale one is handed back even while shedding: closing it is
+         * the cleanup a loaded host wants, and it lends nothing. */
+        if (p->has_shedder && !expired(p, &p->slots[idle_newest(p)], now) &&
+            !tide__shedder_admit(&p->shedder, in_flight(p)))
+            return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_SHEDDER);
+        return lend_idle(p, now);
+    }
+    return take_new(p, now, roll);
+}
+
+/* The common cases first: a fresh idle one to lend, or none and room to
+ * make one. The checks here have no side effects, so whatever they leave
+ * to take_slow is decided there from the start, exactly as ever. A breaker
+ * that is down goes that way because asking it whether to recover may call
+ * the user's strategy. */
+struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
+{
+    if (!p)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE)
+        return take_slow(p, now, roll);
+    if (p->idle_count == 0)
+        return take_new(p, now, roll);
+    if (expired(p, &p->slots[idle_newest(p)], now) ||
+        !tide__shedder_admit(&p->shedder, in_flight(p)))
+        return take_slow(p, now, roll);
+    return lend(p, now);
+}
+
+struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
+{
+    if (!p)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->idle_count == 0)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    /* take's own path with one idle: the roll is for makes, and there is
+     * none to make */
+    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
+        expired(p, &p->slots[idle_newest(p)], now) ||
+        !tide__shedder_admit(&p->shedder, in_flight(p)))
+        return take_slow(p, now, 0.0);
+    return lend(p, now);
+}
+
+struct tide_taken tide_pool_grow(struct tide_pool *p, int64_t now, double roll)
+{
+    if (!p || p->closed)
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    if (p->has_breaker && tide__breaker_blocks(&p->breaker, now))
+        return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
+    if (live(p) >= p->limits.size)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_NONE);
+    return reserve(p, now, roll);
+}
+
+int tide_pool_hold(struct tide_pool *p, void *item)
+{
+    if (!p || !item)
+        return TIDE_EINVAL;
+    uint32_t i = tide__itemmap_find(&p->map, item);
+    if (i == TIDE__ITEMMAP_NONE)
+        return TIDE_EUNKNOWN;
+    struct slot *s = &p->slots[i];
+    if (out(s))
+        return TIDE_ENOTIDLE;
+    idle_unlink(p, i);
+    s->link = HELD;
+    p->busy_count++;
+    p->held_count++;
+    return 0;
+}
+
+/* Puts a held resource back among the idle at its place by rest time, so
+ * the stack stays ordered for keep. Walks down from the top past the ones
+ * that rested less (those returned while it was held: few, since a check
+ * is short), then moves them up one place, into the lowest hole walked
+ * past if there is one, else onto a new top. */
+TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
+{
+    struct slot *s = &p->slots[i];
+    if (idle_full(p))
+        idle_compact(p);
+    uint32_t at = p->idle_top; /* where i goes: the walk moves it down */
+    uint32_t hole = NIL;
+    for (; at > p->idle_bottom; at--) {
+        uint32_t e = *stack_at(p, at - 1);
+        if (e != NIL && p->slots[e].since <= s->since)
+            break;
+        if (e == NIL)
+            hole = at - 1;
+    }
+    uint32_t to = hole == NIL ? p->idle_top++ : hole;
+    for (; to > at; to--) { /* no hole below `to` down to `at` */
+        uint32_t e = *stack_at(p, to - 1);
+        *stack_at(p, to) = e;
+        p->slots[e].link = to;
+    }
+    *stack_at(p, at) = i;
+    s->link = at;
+    if (p->idle_count++ == 0)
+        p->idle_bottom = at; /* 0: the stack was empty */
+}
+
+/* Turns the oldest reservation into a lent resource born now; `at` is the
+ * empty map cell seek found for item. */
+static TIDE__INLINE uint32_t fill_reservation(struct tide_pool *p, void *item,
+                                              int64_t now, uint32_t at)
+{
+    uint32_t i = queue_pop(p, &p->reserved);
+    struct slot *s = &p->slots[i];
+    s->item = item;
+    s->dies = tide__later(now, s->dies);
+    s->link = LENT;
+    s->since = now;
+    tide__itemmap_put(&p->map, at, i);
+    return i;
+}
+
+/* A make succeeded: the backoff resets and the breaker counts a success.
+ * With no failure in a row there is nothing to reset (the hold, if any,
+ * was set by a failure; failures are counted only with a backoff). The
+ * breaker goes last: a made() then has nothing to keep across its slow
+ * path, a call, and needs no stack frame on its fast one. */
+static TIDE__INLINE void make_succeeded(struct tide_pool *p, int64_t now)
+{
+    if (p->backoff_failures) {
+        p->backoff_failures = 0;
+        p->backoff_previous = 0;
+        p->backoff_until = INT64_MIN;
+    }
+    tide__breaker_success(&p->breaker, now);
+}
+
+/* A make failed: the breaker counts a failure and backoff holds makes. */
+static void make_failed(struct tide_pool *p, int64_t now, double roll)
+{
+    if (p->has_breaker)
+        tide_breaker_failure(&p->breaker, now);
+    if (p->has_backoff) {
+        int retry = p->backoff_failures < 64 ? p->backoff_failures : 64;
+        p->backoff_failures++;
+        p->backoff_previous = tide_backoff_delay(
+            &p->backoff, retry, tide__roll(roll), p->backoff_previous);
+        p->backoff_until = tide__later(now, p->backoff_previous);
+    }
+}
+
+/* The checks of made and made_untried; then the oldest reservation takes
+ * item. 0 or the error, nothing changed. */
+static TIDE__INLINE int fill_checked(struct tide_pool *p, void *item,
+                                     int64_t now)
+{
+    if (!p || !item)
+        return TIDE_EINVAL;
+    if (p->reserved.head == NIL)
+        return TIDE_ENORESERVE;
+    /* A reservation means the map has cells: the slot came from a grow. */
+    uint32_t at = seek(p, item);
+    if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
+        return TIDE_EDUPLICATE;
+    (void)fill_reservation(p, item, now, at);
+    return 0;
+}
+
+int tide_pool_made(struct tide_pool *p, void *item, int64_t now)
+{
+    int rc = fill_checked(p, item, now);
+    if (rc == 0)
+        make_succeeded(p, now);
+    return rc;
+}
+
+int tide_pool_made_untried(struct tide_pool *p, void *item, int64_t now)
+{
+    return fill_checked(p, item, now);
+}
+
+void tide_pool_tried(struct tide_pool *p, int64_t now, double roll, bool ok)
+{
+    if (!p)
+        return;
+    if (ok)
+        make_succeeded(p, now);
+    else
+        make_failed(p, now, roll);
+}
+
+void tide_pool_report(struct tide_pool *p, int64_t now, bool ok)
+{
+    if (!p)
+        return;
+    if (ok)
+        tide__breaker_success(&p->breaker, now); /* absent: quiet for ever */
+    else if (p->has_breaker)
+        tide_breaker_failure(&p->breaker, now);
+}
+
+int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll)
+{
+    if (!p)
+        return TIDE_EINVAL;
+    if (p->reserved.head == NIL)
+        return TIDE_ENORESERVE;
+    uint32_t i = queue_pop(p, &p->reserved);
+    int64_t since = p->slots[i].since;
+    p->busy_count--;
+    slot_release(p, i);
+    if (p->has_shedder)
+        tide__shedder_settle(&p->shedder, since, now);
+    make_failed(p, now, roll);
+    return 0;
+}
+
+/* A pointer the pool never lent fills the oldest open reservation (a MAKE
+ * whose made() was skipped); NIL when none is open. */
+TIDE__NOINLINE static uint32_t adopt(struct tide_pool *p, void *item,
+                                     int64_t now, uint32_t at)
+{
+    if (p->reserved.head == NIL)
+        return NIL;
+    uint32_t i = fill_reservation(p, item, now, at);
+    make_succeeded(p, now); /* a made() skipped: the make did succeed */
+    return i;
+}
+
+/* Finds the slot of an item coming back, and its map cell in *at; an
+ * unknown one is adopted. NIL when neither. A map without cells has never
+ * had a slot, so no reservation either. */
+static uint32_t slot_of_returning(struct tide_pool *p, void *item, int64_t now,
+                                  uint32_t *at)
+{
+    if (!p->map.cells)
+        return NIL;
+    *at = seek(p, item);
+    uint32_t i = p->map.cells[*at];
+    return i != TIDE__ITEMMAP_NONE ? i : adopt(p, item, now, *at);
+}
+
+/* Settles the loan of a lent slot; a held one had no ticket. */
+static void end_loan(struct tide_pool *p, struct slot *s, int64_t now)
+{
+    p->busy_count--;
+    if (s->link == HELD)
+        p->held_count--;
+    else if (p->has_shedder)
+        tide__shedder_settle(&p->shedder, s->since, now);
+}
+
+/* Closes the hole a resource that left made in the map (see
+ * tide__itemmap_clear); 0, give's answer, so give can end in it. */
+TIDE__NOINLINE static int give_shifting(struct tide_pool *p, uint32_t at)
+{
+    tide__itemmap_shift(&p->map, at);
+    return 0;
+}
+
+/* Whether a resource given back now is kept idle. */
+static bool keeps(const struct tide_pool *p)
+{
+    return !p->closed && p->idle_count < p->limits.idle;
+}
+
+/* Keeps slot i idle, the newest: 1, give's answer. */
+static TIDE__INLINE int give_idle(struct tide_pool *p, uint32_t i, int64_t now)
+{
+    p->slots[i].since = now;
+    idle_push(p, i);
+    return 1;
+}
+
+/* give_idle once the stack's holes are closed; out of line, so the give
+ * that needs no compaction makes no call. */
+TIDE__NOINLINE static int give_compacting(struct tide_pool *p, uint32_t i,
+                                          int64_t now)
+{
+    idle_compact(p);
+    return give_idle(p, i, now);
+}
+
+/* The end of a give whose loan is settled: the resource becomes the idle
+ * head (1) or leaves the books (0). No call but a tail one, so the common
+ * give stays a leaf. */
+static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
+                                      uint32_t at, int64_t now)
+{
+    if (!keeps(p)) {
+        slot_free(p, i); /* first: then nothing is live across the erase */
+        return tide__itemmap_clear(&p->map, at) ? 0 : give_shifting(p, at);
+    }
+    if (idle_full(p))
+        return give_compacting(p, i, now);
+    return give_idle(p, i, now);
+}
+
+/* give, once the slot and its map cell are known: every case. */
+TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
+                                     uint32_t at, int64_t now)
+{
+    struct slot *s = &p->slots[i];
+    if (!out(s))
+        return TIDE_EDOUBLE;
+    bool held = s->link == HELD;
+    end_loan(p, s, now);
+    if (held && keeps(p)) {
+        unhold(p, i); /* back at its place by rest time */
+        return 1;
+    }
+    return idle_or_leave(p, i, at, now);
+}
+
+/* give of a pointer the pool does not know: adopted, then given. */
+TIDE__NOINLINE static int give_unknown(struct tide_pool *p, void *item,
+                                       int64_t now, uint32_t at)
+{
+    uint32_t i = adopt(p, item, now, at);
+    return i == NIL ? TIDE_EUNKNOWN : give_found(p, i, at, now);
+}
+
+/* The common give, the one give_found would make of a lent resource whose
+ * ticket settles with nothing to change, here with no call in its way (a
+ * call would make it save registers); the rest goes to give_found. */
+int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
+{
+    if (!p || !item)
+        return TIDE_EINVAL;
+    if (!p->map.cells)
+        return TIDE_EUNKNOWN; /* never had a slot: nothing lent or reserved */
+    uint32_t at = seek(p, item);
+    uint32_t i = p->map.cells[at];
+    if (i == TIDE__ITEMMAP_NONE)
+        return give_unknown(p, item, now, at);
+    struct slot *s = &p->slots[i];
+    if (s->link != LENT || now <= p->shedder.steady_after)
+        return give_found(p, i, at, now);
+    p->busy_count--; /* end_loan, with no ticket to settle */
+    return idle_or_leave(p, i, at, now);
+}
+
+uint32_t tide_pool_slot(const struct tide_pool *p, const void *item)
+{
+    if (!p || !item || !p->map.cells)
+        return TIDE_NO_SLOT;
+    uint32_t i = p->map.cells[seek(p, item)];
+    return i == TIDE__ITEMMAP_NONE ? TIDE_NO_SLOT : i;
+}
+
+/* tide_pool_give without the lookup for the common give: a lent resource
+ * kept idle with no ticket to settle. A slot that does not hold item (a
+ * caller's stale note) and every other case go the way of give, whose
+ * answers it keeps. A free slot holds no item, and an item is in one slot
+ * at most, so a slot holding it is its own. */
+int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
+                      int64_t now)
+{
+    if (!p || !item || slot >= p->capacity || p->slots[slot].item != item ||
+        p->slots[slot].link != LENT || now <= p->shedder.steady_after ||
+        !keeps(p))
+        return tide_pool_give(p, item, now);
+    p->busy_count--; /* end_loan, with no ticket to settle */
+    if (idle_full(p))
+        return give_compacting(p, slot, now);
+    return give_idle(p, slot, now);
+}
+
+int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
+{
+    if (!p || !item)
+        return TIDE_EINVAL;
+    uint32_t at;
+    uint32_t i = slot_of_returning(p, item, now, &at);
+    if (i == NIL)
+        return TIDE_EUNKNOWN;
+    struct slot *s = &p->slots[i];
+    if (out(s)) {
+        end_loan(p, s, now);
+    } else {
+        idle_unlink(p, i);
+    }
+    tide__itemmap_erase(&p->map, at);
+    slot_free(p, i);
+    return 0;
+}
+
+size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
+{
+    if (!p || !out)
+        return 0;
+    size_t k = 0;
+    /* oldest first: keep retires those */
+    for (uint32_t place = p->idle_bottom; place < p->idle_top && k < n;
+         place++) {
+        uint32_t i = *stack_at(p, place);
+        if (i != NIL && expired(p, &p->slots[i], now)) {
+            out[k++] = p->slots[i].item;
+            *stack_at(p, place) = NIL; /* the ends are trimmed after */
+            p->idle_count--;
+            slot_release(p, i);
+        }
+    }
+    if (k > 0)
+        idle_trim(p);
+    return k;
+}
+
+size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
+{
+    if (!p)
+        return 0;
+    p->closed = true;
+    if (!out)
+        return 0;
+    size_t k = 0;
+    while (p->idle_count > 0 && k < n) {
+        uint32_t i = idle_pop(p);
+        out[k++] = p->slots[i].item;
+        slot_release(p, i);
+    }
+    return k;
+}
+
+/* ---- counts and guards ---- */
+
+int64_t tide_pool_live(const struct tide_pool *p)
+{
+    return p ? live(p) : 0;
+}
+
+int64_t tide_pool_idle(const struct tide_pool *p)
+{
+    return p ? p->idle_count : 0;
+}
+
+/* Exactly the path of tide_pool_take that answers WAIT with no side
+ * effect: not closed, the breaker not INACTIVE (take_slow), nothing idle,
+ * and take_new's first test. */
+bool tide_pool_must_wait(const struct tide_pool *p)
+{
+    return p && !p->closed && p->breaker.state != TIDE_BREAKER_INACTIVE &&
+           p->idle_count == 0 && live(p) >= p->limits.size;
+}
+
+int64_t tide_pool_busy(const struct tide_pool *p)
+{
+    return p ? p->busy_count : 0;
+}
+
+double tide_pool_refusal(struct tide_pool *p, int64_t now)
+{
+    return p && p->has_breaker ? tide_breaker_refusal(&p->breaker, now) : 0.0;
+}
+
+struct tide_breaker *tide_pool_breaker(struct tide_pool *p)
+{
+    return p && p->has_breaker ? &p->breaker : NULL;
+}
+
+void tide_pool_overload(struct tide_pool *p, int64_t now, int64_t lag)
+{
+    if (p && p->has_shedder)
+        tide__shedder_feed(&p->shedder, now, lag, in_flight(p));
+}
+
+void tide_pool_guards(struct tide_pool *p, int64_t now,
+                      struct tide_pool_guards *out)
+{
+    if (!out)
+        return;
+    *out = (struct tide_pool_guards){.bucket_tokens = -1.0,
+                                     .shedder_ceiling = -1.0};
+    if (!p)
+        return;
+    if (p->has_bucket)
+        out->bucket_tokens = tide__bucket_level(&p->bucket, now);
+    if (now < p->backoff_until)
+        out->backoff_hold = tide__elapsed(now, p->backoff_until);
+    out->backoff_failures = p->backoff_failures;
+    if (p->has_shedder)
+        out->shedder_ceiling = p->shedder.ceiling;
+}
+
+struct tide_limits tide_pool_limits(const struct tide_pool *p)
+{
+    return p ? p->limits : tide_limits_resolve((struct tide_limits){0});
+}
