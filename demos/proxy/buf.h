@@ -16,10 +16,11 @@ struct px_buf {
     size_t cap;
 };
 
-/* The bytes not yet consumed. */
+/* The bytes not yet consumed. A buffer never grown has no bytes at all:
+ * NULL + 0 is undefined in C (clang's UBSan reports it). */
 static inline const char *px_buf_data(const struct px_buf *b)
 {
-    return b->p + b->off;
+    return b->p ? b->p + b->off : b->p;
 }
 
 static inline size_t px_buf_size(const struct px_buf *b)

@@ -613,6 +613,8 @@ struct client {
     bool upstream_reusable;
     bool awaiting; /* the request is whole upstream: its silence counts */
     bool retried;
+    /* why rs_headers_done refused the response's head, or NULL */
+    const char *resp_refused;
     /* the client left while a small response was still coming: it is
      * read to its end for nobody (what is meant for the client is
      * dropped), so the connection goes back whole */
@@ -775,10 +777,14 @@ static void client_write_error(struct client *c, int status, const char *reason,
         c->req_keep_alive = false;
     px_buf_printf(out,
                   "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-                  "Content-Length: %zu\r\n%s%s\r\n%s\n",
+                  "Content-Length: %zu\r\n%s%s\r\n",
                   status, reason, strlen(body) + 1,
                   extra_header ? extra_header : "",
-                  connection_line(c, !c->req_keep_alive), body);
+                  connection_line(c, !c->req_keep_alive));
+    /* an answer to HEAD ends at its head (RFC 9110 9.3.2): a client reads
+     * no body after it, and would take this one for the next response */
+    if (c->method != HTTP_HEAD)
+        px_buf_printf(out, "%s\n", body);
 }
 
 /* Refuses the request being read with status (400, 408, 413, 414, 431)
@@ -819,6 +825,8 @@ static int rq_begin(http_parser *p)
     c->req_begun = true;
     c->req_head_parsed = false;
     c->continue_sent = false;
+    /* answered before its head is in: as a GET, with a body */
+    c->method = HTTP_GET;
     return 0;
 }
 
@@ -889,10 +897,10 @@ static const char *head_refusal(const struct client *c, const http_parser *p)
 static int rq_headers_done(http_parser *p)
 {
     struct client *c = p->data;
+    c->method = p->method; /* its 400 too is framed for it */
     c->refused = head_refusal(c, p);
     if (c->refused)
         return -1; /* the parser stops: client_parse answers 400 */
-    c->method = p->method;
     c->req_minor = p->http_minor;
     /* a draining proxy closes each client after the exchange it is in */
     c->req_keep_alive = http_should_keep_alive(p) && !c->px->draining;
@@ -1285,6 +1293,14 @@ static void client_parse(struct client *c)
                                              : http_errno_description(err));
             return;
         }
+        /* the whole head went in, yet libhttp-parser did not end it: it
+         * reads "GET /x H" as an HTTP/0.9 line and waits. The request
+         * went upstream built from nothing (no method, no length). */
+        if (!head_checked && !c->req_head_parsed) {
+            client_refuse(c, 400, "the request line is not an HTTP/1.x one "
+                                  "(method, target and version)");
+            return;
+        }
         body_flush(c);
         if (!head_checked)
             request_head(c);
@@ -1332,6 +1348,7 @@ static int rs_begin(http_parser *p)
     struct client *c = p->data;
     headers_clear(&c->resp_headers);
     c->reason = NO_VALUE;
+    c->resp_refused = NULL;
     return 0;
 }
 
@@ -1366,6 +1383,13 @@ static int rs_headers_done(http_parser *p)
 {
     struct client *c = p->data;
     unsigned status = p->status_code;
+    /* libhttp-parser takes "20" for a status; RFC 9110 15 has three
+     * digits, and a client reading a relayed "20" loses count of the
+     * final answers (a status below 200 is not one) */
+    if (status < 100) {
+        c->resp_refused = "a status code of fewer than three digits";
+        return -1;
+    }
     bool head = c->method == HTTP_HEAD;
     bool no_body = head || no_body_status(status);
     bool has_length =
@@ -1645,7 +1669,9 @@ static void upstream_parse(struct client *c)
         char why[160];
         if (bad)
             snprintf(why, sizeof why, "a malformed chunked response: %s", bad);
-        exchange_failed(c, bad ? why : http_errno_description(err));
+        exchange_failed(c, bad               ? why
+                           : c->resp_refused ? c->resp_refused
+                                             : http_errno_description(err));
         return;
     }
     if (!c->resp_done)

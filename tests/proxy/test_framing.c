@@ -53,6 +53,8 @@ static const struct script scripts[] = {
      "HTTP/1.1 103 Early Hints\r\nContent-Length: 5\r\nLink: </s>\r\n\r\n"
      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
      KEEP},
+    /* a status of two digits, which libhttp-parser reads as 20 */
+    {"/status-20", "HTTP/1.1 20 OK\r\nContent-Length: 1\r\n\r\nh", KEEP},
     /* more than its length: the rest must never reach another client */
     {"/extra",
      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
@@ -155,6 +157,38 @@ START_TEST(answers_without_a_body_end_at_their_head_whatever_their_length)
     px_stats(proxy, &s);
     ck_assert_uint_eq(s.responses, 5);
     ck_assert_uint_eq(s.discarded, 0);
+}
+END_TEST
+
+/* A request line whose version is not HTTP/1.x ("GET /a H", which
+ * libhttp-parser reads as HTTP/0.9 and never ends) is refused with 400,
+ * and nothing goes upstream: it went as a request made of nothing, a
+ * DELETE with no length. */
+START_TEST(a_request_line_without_a_version_is_refused)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /a H\r\n\r\n");
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 400 ", 13) == 0, "%s", r.got);
+    ck_assert_msg(strstr(r.got, "HTTP/1.x"), "%s", r.got);
+    ck_assert(r.closed);
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+}
+END_TEST
+
+/* A status line whose code is not three digits (RFC 9110 15) is a bad
+ * response: 502 with the cause, never relayed, where a client would read
+ * a "20" as an interim answer and lose count of the final ones. */
+START_TEST(a_status_of_two_digits_is_a_bad_response)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /status-20 HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 502 ", 13) == 0, "%s", r.got);
+    ck_assert_msg(strstr(r.got, "three digits"), "%s", r.got);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.discarded, 1);
 }
 END_TEST
 
@@ -826,6 +860,8 @@ static Suite *framing_suite(void)
     TCase *tc = tcase_create("framing");
     tcase_add_checked_fixture(tc, harness_setup, script_teardown);
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, a_status_of_two_digits_is_a_bad_response);
+    tcase_add_test(tc, a_request_line_without_a_version_is_refused);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
     tcase_add_test(tc, a_body_that_stalls_is_cut_and_its_connection_discarded);

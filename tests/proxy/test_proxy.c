@@ -488,6 +488,27 @@ static void hammer(void *arg)
     }
 }
 
+/* The proxy's own answer to a HEAD (here a 502) ends at its head, as any
+ * answer to HEAD does (RFC 9110 9.3.2): its body went out after the head,
+ * and a client on a kept connection took it for the start of the next
+ * response. */
+START_TEST(the_proxys_own_answer_to_head_has_no_body)
+{
+    int port = dead_port();
+    proxy_start(&port, 1, 2);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "HEAD /h HTTP/1.1\r\nHost: t\r\n\r\n"
+         "GET /g HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 502 ", 13) == 0, "%s", r.got);
+    /* the HEAD's answer, then at once the GET's, whose body is the only */
+    const char *second = strstr(r.got, "\r\n\r\nHTTP/1.1 502 ");
+    ck_assert_msg(second != NULL, "%s", r.got);
+    ck_assert_msg(strstr(r.got, "cannot connect") > second, "%s", r.got);
+    ck_assert(r.closed);
+}
+END_TEST
+
 /* The proxy as it ships (the default ward): a dead origin answers 502
  * until five strikes open its breaker, then 503 at once with Retry-After
  * (the cooldown's rest, 5 s at most), with a handful of connects however
@@ -1130,6 +1151,7 @@ static Suite *proxy_suite(void)
     tcase_add_test(tc, an_origin_closing_idle_connections_causes_no_502);
     tcase_add_test(tc,
                    a_stale_connection_is_retried_for_get_and_never_for_post);
+    tcase_add_test(tc, the_proxys_own_answer_to_head_has_no_body);
     tcase_add_test(tc,
                    an_origin_down_answers_502_then_503_then_serves_when_back);
     tcase_add_test(
