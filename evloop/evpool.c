@@ -35,6 +35,11 @@ static int check_options(const struct tide_evpool_options *o)
      * "not kept" and closed, and topping up makes it again, forever. */
     if (o->min < 0 || o->min > o->limits.size || o->min > o->limits.idle)
         return TIDE_EINVAL;
+    /* The adapter lends a resource to one borrower at a time: with more
+     * streams the core would hand one connection to several callers, each
+     * believing it its own. Refused until the adapter lends shared. */
+    if (o->limits.streams > 1)
+        return TIDE_EINVAL;
     if (o->make_timeout < 0 || o->acquire_timeout <= 0 ||
         o->acquire_timeout == TIDE_FOREVER || o->health_interval < 0 ||
         o->evict_interval < 0 || o->queue_max < 0 || o->leak_after < 0 ||

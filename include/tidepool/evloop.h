@@ -165,7 +165,8 @@ struct tide_evpool_options {
  * table is copied; factory->arg is borrowed. Starts making `min` resources.
  * Returns 0; TIDE_EINVAL (NULL base/factory/out, make or destroy missing,
  * min > size or min > idle, an infinite acquire_timeout, a negative span or
- * count); the core's
+ * count, limits.streams above 1: the adapter does not lend shared yet); the
+ * core's
  * TIDE_ELIMITS/EBREAKER/EBUCKET/EBACKOFF/ESHEDDER; TIDE_ENOMEM. */
 TIDE_API TIDE_MUST_USE int tide_evpool_new(struct event_base *base,
                                            const struct tide_factory *factory,

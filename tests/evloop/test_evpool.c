@@ -42,6 +42,8 @@ START_TEST(new_refuses_invalid_options)
         {.leak_after = -1},
         {.retire_after = -1},
         {.lag_interval = -1},
+        /* one connection to several callers: not lent shared yet */
+        {.limits = TIDE_LIMITS(.streams = 2)},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(try_new(&bad[i]) == TIDE_EINVAL, "bad options %zu", i);
