@@ -219,12 +219,13 @@ struct slow_origin {
     pthread_t thread;
 };
 
-static void *slow_origin_main(void *arg)
+/* Accepts one connection on fd and reads what comes up to the end of a
+ * request head (or 4 KiB, or the close); the connection, or -1. */
+static int accept_head(int fd)
 {
-    struct slow_origin *o = arg;
-    int c = accept(o->fd, NULL, NULL);
+    int c = accept(fd, NULL, NULL);
     if (c < 0)
-        return NULL;
+        return -1;
     char req[4096];
     size_t got = 0;
     while (got < sizeof req - 1) {
@@ -236,6 +237,15 @@ static void *slow_origin_main(void *arg)
         if (strstr(req, "\r\n\r\n"))
             break;
     }
+    return c;
+}
+
+static void *slow_origin_main(void *arg)
+{
+    struct slow_origin *o = arg;
+    int c = accept_head(o->fd);
+    if (c < 0)
+        return NULL;
     usleep((useconds_t)o->delay_ms * 1000);
     char head[128];
     int h =
@@ -412,20 +422,9 @@ static int get(int port, char *body, size_t len)
 static void *serve_up(void *arg)
 {
     int fd = *(int *)arg;
-    int c = accept(fd, NULL, NULL);
+    int c = accept_head(fd);
     if (c < 0)
         return NULL;
-    char req[4096];
-    size_t got = 0;
-    while (got < sizeof req - 1) {
-        ssize_t n = read(c, req + got, sizeof req - 1 - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-        req[got] = '\0';
-        if (strstr(req, "\r\n\r\n"))
-            break;
-    }
     static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nup";
     (void)!send(c, ok, sizeof ok - 1, MSG_NOSIGNAL);
     close(c);
