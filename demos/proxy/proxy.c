@@ -561,6 +561,10 @@ struct client {
     /* the request */
     http_parser req_parser;
     struct headers req_headers;
+    /* the names the head's Connection headers list (connection_names),
+     * read once when the head is in: the head, a retry's head and the
+     * trailers all go by them */
+    const struct headers *req_connection;
     size_t url;        /* in req_headers.text, or NO_VALUE */
     struct px_buf req; /* what goes upstream next: the head, then each
                           piece of the body (rq_body, body_flush) */
@@ -901,6 +905,7 @@ static int rq_headers_done(http_parser *p)
     c->refused = head_refusal(c, p);
     if (c->refused)
         return -1; /* the parser stops: client_parse answers 400 */
+    c->req_connection = connection_names(&c->req_headers);
     c->req_minor = p->http_minor;
     /* a draining proxy closes each client after the exchange it is in */
     c->req_keep_alive = http_should_keep_alive(p) && !c->px->draining;
@@ -1027,7 +1032,7 @@ static void build_request(struct client *c)
         px_buf_add(r, "/", 1);
     px_buf_adds(r, absolute ? t.path : url ? url : "/");
     px_buf_add(r, " HTTP/1.1\r\n", 11);
-    const struct headers *connection = connection_names(&c->req_headers);
+    const struct headers *connection = c->req_connection;
     const char *xff = NULL;
     bool host = false;
     for (size_t i = 0; i < hs->n; i++) {
@@ -1083,7 +1088,7 @@ static void build_request(struct client *c)
 static void trailers_out(struct client *c)
 {
     const struct headers *ts = &c->req_trailers;
-    const struct headers *connection = connection_names(&c->req_headers);
+    const struct headers *connection = c->req_connection;
     px_buf_add(&c->req, "0\r\n", 3);
     for (size_t i = 0; i < ts->n; i++) {
         const char *name = header_name(ts, i);
