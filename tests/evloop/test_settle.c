@@ -365,6 +365,26 @@ START_TEST(each_end_settles_a_probe_once)
 }
 END_TEST
 
+/* A probe's make answered after the pool began to close: its resource is
+ * not kept, so it ends before any loan, and the probe ends with it. */
+START_TEST(probe_made_after_close_gives_its_place_back)
+{
+    probing_pool(END_CLOSE_IDLE, false);
+    fx->mode = MAKE_NEVER;
+    struct answer *a = acquire(0, NULL);
+    run_ms(2);
+    ck_assert_int_eq(fx->n_held, 1);
+    ck_assert_int_eq(state(), TIDE_BREAKER_RECOVERING);
+    ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL), 0);
+    ck_assert(run_until_answered(a, 1000));
+    ck_assert_int_eq(a->status, TIDE_ECLOSED);
+    struct fake *f = answer_held(true);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert_int_eq(state(), TIDE_BREAKER_RECOVERING);
+    ck_assert(tide_breaker_admit(tide_evpool_breaker(fx->pool), now_ns(), 0.5));
+}
+END_TEST
+
 /* A make gives back a probe's place only in the spell of RECOVERING that
  * let it through: one made while ACTIVE was never a probe, and one of a
  * spell that ended (opened by hand meanwhile) holds no place in the next. */
@@ -587,6 +607,7 @@ static Suite *settle_suite(void)
     for (int e = 0; e < ENDS; e++)
         if (probe_expect[e] != NOT_A_PAIR)
             tcase_add_loop_test(tc, each_end_settles_a_probe_once, e, e + 1);
+    tcase_add_test(tc, probe_made_after_close_gives_its_place_back);
     tcase_add_test(tc, only_a_probe_of_this_spell_gives_its_place_back);
     suite_add_tcase(s, tc);
     tc = tcase_create("make");
