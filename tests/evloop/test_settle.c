@@ -422,6 +422,46 @@ START_TEST(only_a_probe_of_this_spell_gives_its_place_back)
 }
 END_TEST
 
+/* The same for a probe's make still in flight when its spell ends: made
+ * after, it is no probe of the next spell. */
+START_TEST(probe_made_after_its_spell_ended_holds_no_place)
+{
+    struct tide_breaker_options b = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(50)};
+    struct tide_evpool_options o = {.ward = {.breaker = &b},
+                                    .health_interval = TIDE_FOREVER};
+    fixture_pool(&o);
+    struct tide_breaker *br = tide_evpool_breaker(fx->pool);
+    tide_breaker_deactivate(br, now_ns());
+    run_ms(60);
+    fx->mode = MAKE_NEVER;
+    struct answer *first = acquire(0, NULL); /* the first spell's probe */
+    run_ms(2);
+    ck_assert_int_eq(fx->n_held, 1);
+    tide_breaker_deactivate(br, now_ns()); /* that spell ends */
+    run_ms(60);
+    struct answer *second = acquire(0, NULL); /* the second spell's */
+    run_ms(2);
+    ck_assert_int_eq(fx->n_held, 2);
+    ck_assert_int_eq(state(), TIDE_BREAKER_RECOVERING);
+    fx->mode = MAKE_NOW;
+    (void)answer_held(true); /* the first spell's make, to the first */
+    ck_assert(run_until_answered(first, 1000));
+    struct fake *f = first->resource;
+    first->resource = NULL;
+    ck_assert_int_eq(tide_evpool_abandon(fx->pool, f), 0);
+    /* the place is the second spell's probe's: still held */
+    struct answer *next = acquire(0, NULL);
+    ck_assert(run_until_answered(next, 1000));
+    ck_assert_int_eq(next->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(fx->makes, 2);
+    (void)answer_held(true);
+    ck_assert(run_until_answered(second, 1000));
+    release(second);
+    ck_assert_int_eq(state(), TIDE_BREAKER_ACTIVE);
+}
+END_TEST
+
 /* ---- the make's own outcome ----------------------------------------------
  * A strategy that counts what the breaker hears (it never opens), and the
  * make failures the pool counts: each end settles the make once, and a
@@ -609,6 +649,7 @@ static Suite *settle_suite(void)
             tcase_add_loop_test(tc, each_end_settles_a_probe_once, e, e + 1);
     tcase_add_test(tc, probe_made_after_close_gives_its_place_back);
     tcase_add_test(tc, only_a_probe_of_this_spell_gives_its_place_back);
+    tcase_add_test(tc, probe_made_after_its_spell_ended_holds_no_place);
     suite_add_tcase(s, tc);
     tc = tcase_create("make");
     fixture_add(tc);
