@@ -371,6 +371,40 @@ START_TEST(close_destroys_a_shared_one_after_its_last_loan)
 }
 END_TEST
 
+static struct tide_acquire *to_cancel;
+static void cancel_the_next(struct answer *a)
+{
+    (void)a;
+    if (to_cancel)
+        tide_evpool_cancel(to_cancel, false);
+    to_cancel = NULL;
+}
+
+/* a loan answered but not yet delivered, cancelled: that loan goes back,
+ * the resource stays lent to the others */
+START_TEST(a_cancelled_answer_gives_back_one_loan)
+{
+    shared_pool(1, 4);
+    struct answer *a = acquired();
+    struct fake *f = a->resource;
+    struct answer *b = acquire(0, NULL);
+    struct answer *c = acquire(0, &to_cancel);
+    fx->answer_probe = cancel_the_next; /* b's answer cancels c's */
+    ck_assert(run_until_answered(b, 1000));
+    run_ms(5);
+    ck_assert_int_eq(c->calls, 0);
+    fx->n_answers--; /* c is never answered: the teardown must not wait */
+    ck_assert(!f->watched);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.idle, 0);
+    ck_assert_int_eq(s.loans, 2);
+    give_back(a);
+    give_back(b);
+    ck_assert(f->watched);
+    ck_assert_int_eq(stats().idle, 1);
+}
+END_TEST
+
 START_TEST(streams_one_still_refuses_break)
 {
     fixture_pool(NULL);
@@ -402,6 +436,7 @@ static Suite *shared_suite(void)
     tcase_add_test(tc, alive_and_watch_only_with_no_loan_out);
     tcase_add_test(tc, reset_runs_on_the_last_loan_and_lends_nobody_meanwhile);
     tcase_add_test(tc, close_destroys_a_shared_one_after_its_last_loan);
+    tcase_add_test(tc, a_cancelled_answer_gives_back_one_loan);
     tcase_add_test(tc, streams_one_still_refuses_break);
     suite_add_tcase(s, tc);
     return s;
