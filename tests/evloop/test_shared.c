@@ -56,6 +56,11 @@ static void acquire_n(struct answer **out, int n)
         ck_assert_int_eq(out[k]->status, 0);
 }
 
+static bool checked_once(void)
+{
+    return fx->checks > 0;
+}
+
 static void give_back(struct answer *a)
 {
     ck_assert_int_eq(tide_evpool_release(fx->pool, a->resource), 0);
@@ -355,6 +360,61 @@ START_TEST(reset_runs_on_the_last_loan_and_lends_nobody_meanwhile)
 }
 END_TEST
 
+static struct tide_reset *held_reset;
+static void hold_reset(struct tide_evpool *pool, struct tide_reset *t,
+                       void *resource, void *arg)
+{
+    (void)pool, (void)resource, (void)arg;
+    fx->resets_run++;
+    held_reset = t;
+}
+
+/* a reset that answers later: the connection, back to one loan in the
+ * core, must take no shared loan before the reset is done */
+START_TEST(a_resetting_one_takes_no_loan_until_reset)
+{
+    fx->factory.reset = hold_reset;
+    shared_pool(1, 4);
+    held_reset = NULL;
+    struct answer *a = acquired();
+    struct fake *f = a->resource;
+    give_back(a);
+    ck_assert_ptr_nonnull(held_reset);
+    ck_assert_int_eq(stats().resetting, 1);
+    struct answer *b = acquire(0, NULL);
+    run_ms(20);
+    ck_assert_int_eq(b->calls, 0);
+    tide_evpool_reset_done(held_reset, true);
+    held_reset = NULL;
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_ptr_eq(b->resource, f);
+    ck_assert_int_eq(fx->makes, 1);
+    give_back(b);
+    tide_evpool_reset_done(held_reset, true);
+    ck_assert_int_eq(stats().idle, 1);
+}
+END_TEST
+
+START_TEST(no_health_check_with_loans_out)
+{
+    successes = failures = 0;
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 1, .streams = 4),
+        .health_interval = TIDE_MS(5),
+    };
+    fixture_pool(&o);
+    struct answer *a[2];
+    acquire_n(a, 2);
+    run_ms(40);
+    ck_assert_int_eq(fx->checks, 0);
+    give_back(a[0]);
+    run_ms(40);
+    ck_assert_int_eq(fx->checks, 0); /* one loan still out */
+    give_back(a[1]);
+    ck_assert(run_until(checked_once, 1000));
+}
+END_TEST
+
 START_TEST(close_destroys_a_shared_one_after_its_last_loan)
 {
     shared_pool(1, 4);
@@ -435,6 +495,8 @@ static Suite *shared_suite(void)
     tcase_add_test(tc, reusable_is_asked_of_the_last_loan_only);
     tcase_add_test(tc, alive_and_watch_only_with_no_loan_out);
     tcase_add_test(tc, reset_runs_on_the_last_loan_and_lends_nobody_meanwhile);
+    tcase_add_test(tc, a_resetting_one_takes_no_loan_until_reset);
+    tcase_add_test(tc, no_health_check_with_loans_out);
     tcase_add_test(tc, close_destroys_a_shared_one_after_its_last_loan);
     tcase_add_test(tc, a_cancelled_answer_gives_back_one_loan);
     tcase_add_test(tc, streams_one_still_refuses_break);
