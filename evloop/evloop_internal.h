@@ -453,11 +453,15 @@ void tide__conn_remove(struct tide_evpool *p, uint32_t i);
 uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t);
 /* Lends the idle head at once (nobody may be queued): 0 with *resource,
  * or TIDE_EWOULDBLOCK, TIDE_EUNAVAILABLE (shed, counted), TIDE_ECLOSED.
- * What try_acquire does, and an acquire that can be answered at once. */
-int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource);
-/* The same for an exclusive loan (alone) or a shared one. */
+ * What try_acquire does, and an acquire that can be answered at once.
+ * alone: an exclusive loan, an idle resource only (streams > 1). */
 int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,
                         bool alone);
+static inline int tide__lend_now(struct tide_evpool *p, int64_t now,
+                                 void **resource)
+{
+    return tide__lend_now_kind(p, now, resource, false);
+}
 /* Hands conn i (lent in the core) to a caller: counts the loan. */
 void tide__loan_start(struct tide_evpool *p, uint32_t i);
 /* Takes back a loan the caller never saw (set aside for a waiter that was

@@ -168,7 +168,8 @@ uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
 /* The common lend: the idle head is fresh, alive and lent at once, with
  * nothing live made or destroyed, so no upkeep timer has anything to
  * change. The roll is for makes, and with an idle one there is none. */
-int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
+static TIDE__INLINE int try_acquire(struct tide_evpool *p, void **resource,
+                                    bool alone)
 {
     if (!resource)
         return TIDE_EINVAL;
@@ -180,12 +181,18 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         return TIDE_ECLOSED;
     if (p->queued.count > 0) /* never a barge past queued callers */
         return TIDE_EWOULDBLOCK;
-    return tide__lend_now(p, tide__evpool_now_fast(p), resource);
+    return tide__lend_now_kind(p, tide__evpool_now_fast(p), resource, alone);
 }
 
-int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource)
+int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
 {
-    return tide__lend_now_kind(p, now, resource, false);
+    return try_acquire(p, resource, false);
+}
+
+/* An exclusive loan: an idle resource only (see "Shared loans"). */
+int tide_evpool_try_acquire_alone(struct tide_evpool *p, void **resource)
+{
+    return try_acquire(p, resource, true);
 }
 
 int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,

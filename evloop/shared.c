@@ -181,18 +181,3 @@ int tide_evpool_share(const struct tide_evpool *p, const void *resource,
         return TIDE_EUNKNOWN;
     return tide_pool_share(p->core, tide__conn_key(i), out);
 }
-
-int tide_evpool_try_acquire_alone(struct tide_evpool *p, void **resource)
-{
-    if (!resource)
-        return TIDE_EINVAL;
-    *resource = NULL;
-    if (!p)
-        return TIDE_EINVAL;
-    p->counters.acquires++;
-    if (p->closing)
-        return TIDE_ECLOSED;
-    if (p->queued.count > 0) /* never a barge past queued callers */
-        return TIDE_EWOULDBLOCK;
-    return tide__lend_now_kind(p, tide__evpool_now(p), resource, true);
-}
