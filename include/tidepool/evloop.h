@@ -134,7 +134,9 @@ struct tide_factory {
 
 /* ---- options ---------------------------------------------------------- */
 
-/* A loan older than leak_after; called once per loan, from the loop. */
+/* A loan older than leak_after; called once per loan, from the loop. With
+ * streams > 1, once per spell a resource has loans out, counted from the
+ * first of them. */
 typedef void (*tide_leak_cb)(struct tide_evpool *pool, void *resource,
                              int64_t held, void *arg);
 
@@ -155,7 +157,9 @@ struct tide_evpool_options {
     int64_t queue_max;         /* waiters at most; preset 4096 */
     int64_t leak_after;        /* report loans older; preset TIDE_FOREVER */
     int64_t retire_after;      /* destroy after this many loans; preset
-                                  TIDE_UNLIMITED */
+                                  TIDE_UNLIMITED. With streams > 1 it
+                                  drains at that many: no new loan, and
+                                  destroyed after its last */
     int64_t lag_interval;      /* loop-lag probe period for the shedder;
                                   preset 100 ms */
     uint64_t seed;             /* random source; 0: seeded from the clock */
@@ -299,7 +303,7 @@ TIDE_API int tide_evpool_abandon(struct tide_evpool *p, void *resource);
  *             destroyed when its last loan is back.
  *   abandon   no outcome; it drains (an exchange was left half done).
  * The idle watch, health checks, alive() and reset run only on a resource
- * with no loan out. An idle one lent again shared is watched no more; one
+ * with no loan out; while it is being reset it takes no loan. An idle one lent again shared is watched no more; one
  * with loans is neither watched nor checked: the protocol layer sees its
  * failures (a read error, EOF with replies owed) and calls break.
  *
