@@ -383,6 +383,7 @@ static void teardown(struct load *ld)
         fig->breaks = ms.breaks;
         fig->stray = ms.stray;
         fig->drains = ms.drains;
+        fig->misuse += ms.refused;
         fig->most_at_break = ms.most_at_break;
         fig->most_shared = ms.most_shared;
         fig->sessions_left = ms.sessions;

@@ -301,10 +301,10 @@ static void finish(struct mux_session *s, struct mux_call *call, int status,
         session_close(s);
     /* a failed session was broken already: this discard is no second
      * failure */
-    if (good)
-        (void)tide_evpool_release(m->pool, bev);
-    else
-        (void)tide_evpool_discard(m->pool, bev);
+    int rc = good ? tide_evpool_release(m->pool, bev)
+                  : tide_evpool_discard(m->pool, bev);
+    if (rc != 0)
+        m->st.refused++;
 }
 
 /* The connection failed under its borrowers: broken once, every one of

@@ -63,6 +63,7 @@ struct mux_stats {
     uint64_t breaks;    /* connections this layer broke (break answered 1) */
     uint64_t stray;     /* replies for no borrower in flight */
     uint64_t drains;    /* connections drained by mux_drain_busiest */
+    uint64_t refused;   /* loans the pool refused to end (a bug) */
     int64_t most_at_break; /* the most borrowers on a connection it broke */
     int64_t most_shared;   /* the most borrowers seen on one connection */
     int64_t sessions;      /* sessions open now */
