@@ -248,7 +248,8 @@ TIDE_API int tide_evpool_try_acquire(struct tide_evpool *p, void **resource);
  * A second release of the same pointer is caught only while the resource
  * is not lent again: once the pool has lent it to another caller, a stale
  * release looks exactly like that caller's, since resources are known by
- * their address. Release once. */
+ * their address. Release once. With streams > 1 a release ends one loan
+ * of a resource several borrowers may hold: see "Shared loans". */
 TIDE_API int tide_evpool_release(struct tide_evpool *p, void *resource);
 
 /* Gives back a broken one: destroyed, and its place wakes a waiter. It also
