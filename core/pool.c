@@ -260,6 +260,7 @@ int tide_pool_new(const struct tide_limits *limits,
     if (!p)
         return TIDE_ENOMEM;
     p->limits = tide_limits_resolve(l);
+    p->idle_most = p->limits.idle;
     p->free_head = NIL;
     p->pushed_place = NIL;
     p->reserved = (struct list){NIL, NIL};
@@ -494,7 +495,7 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->detour || p->breaker.state == TIDE_BREAKER_INACTIVE)
         return take_detour(p, now, roll);
-    if (p->idle_count == 0)
+    if (p->idle_top == 0) /* none idle: see struct tide_pool */
         return tide__pool_take_new(p, now, roll);
     if (may_be_expired(p, &p->slots[idle_newest(p)], now) ||
         !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
@@ -895,6 +896,7 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
     if (!p)
         return 0;
     p->closed = p->detour = true;
+    p->idle_most = 0; /* keeps nothing given back */
     if (!out)
         return 0;
     size_t k = 0;

@@ -81,6 +81,7 @@ struct tide_pool {
     void *pushed_item;
     struct list reserved; /* head: oldest reservation */
     int64_t idle_count;
+    int64_t idle_most; /* limits.idle, 0 once closed: what keeps() asks */
     int64_t busy_count;     /* resources lent, held and reserved */
     int64_t held_count;     /* of those, held: no shedder ticket */
     int64_t reserved_count; /* of those, reserved */
@@ -241,10 +242,11 @@ static inline struct tide_taken answer(enum tide_answer a, void *item,
     return (struct tide_taken){.answer = a, .guard = guard, .item = item};
 }
 
-/* Whether a resource given back now is kept idle. */
+/* Whether a resource given back now is kept idle: the pool is not closed
+ * and fewer than limits.idle are, asked as one comparison. */
 static inline bool keeps(const struct tide_pool *p)
 {
-    return !p->closed && p->idle_count < p->limits.idle;
+    return p->idle_count < p->idle_most;
 }
 
 /* Keeps slot i, holding item, idle, the newest: 1, give's answer. */
