@@ -316,8 +316,8 @@ static int64_t spread_life(const struct tide_pool *p, double roll)
 }
 
 /* The end of a take whose pop left a hole on top, or none idle: the ends
- * are stepped (see idle_pop) in a tail call, so the take keeps nothing
- * across a call and needs no frame. */
+ * are stepped (see idle_pop) out of line, on that rare path only, so the
+ * common take makes no call and needs no frame. */
 TIDE__NOINLINE static struct tide_taken lent_trimming(struct tide_pool *p,
                                                       void *item)
 {
