@@ -255,6 +255,30 @@ static const struct headers *connection_names(struct headers *hs)
     return hs;
 }
 
+/* RFC 9112 5.1: no whitespace goes between a field's name and its colon,
+ * and a proxy removes any from a response before passing it on.
+ * libhttp-parser (built without HTTP_PARSER_STRICT, as Debian's is) takes
+ * spaces into a name, and frames by "Content-Length " or
+ * "Transfer-Encoding " all the same, while the name as written is none of
+ * the hop-by-hop ones: it went to the client beside the proxy's own
+ * framing (a 204 carried a length; an HTTP/1.0 client, read until the
+ * close, was told chunked). Cuts each name's trailing spaces (a NUL over
+ * the first: the rest of the string is dead text); false when a space is
+ * left inside one, which is no field name (a token) at all. */
+static bool headers_trim_names(struct headers *hs)
+{
+    for (size_t i = 0; i < hs->n; i++) {
+        char *name = hs->text.p + hs->h[i].name;
+        size_t len = strlen(name);
+        while (len > 0 && name[len - 1] == ' ')
+            len--;
+        name[len] = '\0';
+        if (memchr(name, ' ', len))
+            return false;
+    }
+    return true;
+}
+
 /* Appends "name: value\r\n". */
 static void add_header(struct px_buf *b, const char *name, const char *value)
 {
@@ -619,6 +643,7 @@ struct client {
     bool retried;
     /* why rs_headers_done refused the response's head, or NULL */
     const char *resp_refused;
+    bool resp_name_space; /* a space came in one of its field names */
     /* the client left while a small response was still coming: it is
      * read to its end for nobody (what is meant for the client is
      * dropped), so the connection goes back whole */
@@ -1354,6 +1379,7 @@ static int rs_begin(http_parser *p)
     headers_clear(&c->resp_headers);
     c->reason = NO_VALUE;
     c->resp_refused = NULL;
+    c->resp_name_space = false;
     return 0;
 }
 
@@ -1369,7 +1395,10 @@ static int rs_status(http_parser *p, const char *at, size_t len)
 
 static int rs_field(http_parser *p, const char *at, size_t len)
 {
-    headers_field(&((struct client *)p->data)->resp_headers, at, len);
+    struct client *c = p->data;
+    headers_field(&c->resp_headers, at, len);
+    if (memchr(at, ' ', len))
+        c->resp_name_space = true; /* rs_headers_done sees to it */
     return 0;
 }
 
@@ -1393,6 +1422,10 @@ static int rs_headers_done(http_parser *p)
      * final answers (a status below 200 is not one) */
     if (status < 100) {
         c->resp_refused = "a status code of fewer than three digits";
+        return -1;
+    }
+    if (c->resp_name_space && !headers_trim_names(&c->resp_headers)) {
+        c->resp_refused = "a space inside a response header field's name";
         return -1;
     }
     bool head = c->method == HTTP_HEAD;

@@ -55,6 +55,18 @@ static const struct script scripts[] = {
      KEEP},
     /* a status of two digits, which libhttp-parser reads as 20 */
     {"/status-20", "HTTP/1.1 20 OK\r\nContent-Length: 1\r\n\r\nh", KEEP},
+    /* a space before a field's colon (RFC 9112 5.1), which libhttp-parser
+     * frames by all the same, and one inside a name */
+    {"/204-length-space",
+     "HTTP/1.1 204 No Content\r\nContent-Length : 3\r\n\r\n", KEEP},
+    {"/length-space",
+     "HTTP/1.1 200 OK\r\nContent-Length  : 2\r\nX-A : a\r\n\r\nok", KEEP},
+    {"/chunked-space",
+     "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\n\r\n2\r\nok\r\n"
+     "0\r\n\r\n",
+     KEEP},
+    {"/name-inner-space",
+     "HTTP/1.1 200 OK\r\nX Y: z\r\nContent-Length: 2\r\n\r\nok", KEEP},
     /* more than its length: the rest must never reach another client */
     {"/extra",
      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
@@ -186,6 +198,78 @@ START_TEST(a_status_of_two_digits_is_a_bad_response)
     talk(&r, proxy_port(), "GET /status-20 HTTP/1.1\r\nHost: t\r\n\r\n");
     ck_assert_msg(strncmp(r.got, "HTTP/1.1 502 ", 13) == 0, "%s", r.got);
     ck_assert_msg(strstr(r.got, "three digits"), "%s", r.got);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.discarded, 1);
+}
+END_TEST
+
+/* How many times `what` is in s, regardless of case. */
+static int occurrences(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strcasestr(p, what)); p++)
+        n++;
+    return n;
+}
+
+/* Space between a response field's name and its colon is removed before
+ * the response goes on (RFC 9112 5.1), and the name is then the field it
+ * names: libhttp-parser frames by "Content-Length " and
+ * "Transfer-Encoding " as by the names without the space, and they went
+ * to the client beside the proxy's own framing, so a 204 carried a length
+ * (the client's parser read the next answer's first bytes as its body)
+ * and an HTTP/1.0 client reading until the close was told chunked. */
+START_TEST(space_before_a_response_fields_colon_is_removed)
+{
+    proxy_on_script(NULL);
+    struct steps w = {
+        .port = proxy_port(),
+        .reqs = {"GET /204-length-space HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /length-space HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /chunked-space HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /next HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /chunked-space HTTP/1.0\r\nHost: t\r\n\r\n"}};
+    run_client(steps_talk, &w, 20000);
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(!strstr(w.got[i], " :"), "%d: %s", i, w.got[i]);
+    ck_assert_msg(strncmp(w.got[0], "HTTP/1.1 204 ", 13) == 0 &&
+                      !strcasestr(w.got[0], "content-length") &&
+                      ends_with(w.got[0], "\r\n\r\n"),
+                  "%s", w.got[0]);
+    ck_assert_msg(strncmp(w.got[1], "HTTP/1.1 200 ", 13) == 0 &&
+                      occurrences(w.got[1], "content-length") == 1 &&
+                      strstr(w.got[1], "\r\nContent-Length: 2\r\n") &&
+                      strstr(w.got[1], "\r\nX-A: a\r\n") &&
+                      ends_with(w.got[1], "\r\n\r\nok"),
+                  "%s", w.got[1]);
+    ck_assert_msg(strncmp(w.got[2], "HTTP/1.1 200 ", 13) == 0 &&
+                      occurrences(w.got[2], "transfer-encoding") == 1 &&
+                      ends_with(w.got[2], "\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
+                  "%s", w.got[2]);
+    ck_assert_msg(ends_with(w.got[3], "\r\n\r\ndefault"), "%s", w.got[3]);
+    ck_assert_msg(strncmp(w.got[4], "HTTP/1.1 200 ", 13) == 0 &&
+                      !strcasestr(w.got[4], "transfer-encoding") &&
+                      ends_with(w.got[4], "\r\n\r\nok"),
+                  "%s", w.got[4]);
+    ck_assert(w.closed);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.responses, 5);
+    ck_assert_uint_eq(s.discarded, 0);
+}
+END_TEST
+
+/* A space inside a response field's name leaves no field name (a token,
+ * RFC 9110 5.1): a bad response, 502 with the cause, never relayed. */
+START_TEST(a_space_inside_a_response_fields_name_is_a_bad_response)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /name-inner-space HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 502 ", 13) == 0, "%s", r.got);
+    ck_assert_msg(strstr(r.got, "inside a response header field's name"), "%s",
+                  r.got);
     struct px_stats s;
     px_stats(proxy, &s);
     ck_assert_uint_eq(s.discarded, 1);
@@ -861,6 +945,8 @@ static Suite *framing_suite(void)
     tcase_add_checked_fixture(tc, harness_setup, script_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_status_of_two_digits_is_a_bad_response);
+    tcase_add_test(tc, space_before_a_response_fields_colon_is_removed);
+    tcase_add_test(tc, a_space_inside_a_response_fields_name_is_a_bad_response);
     tcase_add_test(tc, a_request_line_without_a_version_is_refused);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
