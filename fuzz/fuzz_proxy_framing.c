@@ -7,7 +7,7 @@
  * fuzzer's bytes say (fuzz_cuts.h), and the two are interleaved: a
  * piece of the client's, then one of the origin's, written to the newest
  * upstream connection a request began on (dropped while there is none).
- * Then the origin shuts its connections, the client its sending side, and
+ * Then the origin shuts its connections, the client resets its own, and
  * the proxy, group and pool are freed, all within the one input.
  *
  * The input:
@@ -677,17 +677,25 @@ static void run(const struct tide_fuzz_cuts *cl,
     settle();
     origin_read(&o);
     client_read(cfd, &answer, &answer_len, &answer_cap, &client_eof);
-    /* the client is done sending, then the proxy stops */
-    shutdown(cfd, SHUT_WR);
+    /* the client leaves, then the proxy stops. It leaves with a reset,
+     * not a FIN: a FIN (or the proxy's close first) leaves a TIME_WAIT
+     * on a loopback port for 60 s, a thousand an input second, and
+     * within half a minute no port was left to bind (px_new failed, and
+     * so did the listeners of anything else on the machine). The proxy
+     * reads an end either way (client_gone); nothing it sends after it
+     * is for the client, which has read all there was: what it got ends
+     * there, as at a close. */
+    setsockopt(cfd, SOL_SOCKET, SO_LINGER,
+               &(struct linger){.l_onoff = 1, .l_linger = 0},
+               sizeof(struct linger));
+    close(cfd);
+    client_eof = true;
     settle();
     origin_read(&o);
-    client_read(cfd, &answer, &answer_len, &answer_cap, &client_eof);
     px_free(px);
     tide_group_free(g);
     settle();
     origin_read(&o);
-    client_read(cfd, &answer, &answer_len, &answer_cap, &client_eof);
-    close(cfd);
     if (o.destroyed != o.made)
         abort(); /* each connection made ends once */
     for (size_t i = 0; i < o.made; i++)
