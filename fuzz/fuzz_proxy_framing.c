@@ -95,6 +95,7 @@ struct reading {
     bool overflow;
     bool last_was_value;
     const char *last_end; /* end of the last head byte seen */
+    const char *input_end; /* of the bytes being parsed */
     /* for responses: the requests' methods, to know a HEAD's */
     const struct reading *requests;
     size_t finals;
@@ -225,9 +226,13 @@ static int on_headers_done(http_parser *p)
             if ((*q == '\n' && (q == m->head_at || q[-1] != '\r')) ||
                 (*q == '\r' && q[1] != '\n'))
                 m->bad_lines = true;
-        /* past the last value, or the url's " HTTP/1.x" when no field */
+        /* past the last value, or the url's " HTTP/1.x" when no field (a
+         * line without it is HTTP/0.9 to the parser, and its end is
+         * anywhere: not read past the input) */
         const char *end = r->last_end + (m->nfields ? 0 : 9);
-        if (memcmp(end, "\r\n\r\n", 4) != 0)
+        if (end + 4 > r->input_end ||
+            (!m->nfields && memcmp(r->last_end, " HTTP/", 6) != 0) ||
+            memcmp(end, "\r\n\r\n", 4) != 0)
             m->bad_lines = true;
     }
     if (r->requests && p->type == HTTP_RESPONSE && m->status >= 200) {
@@ -276,6 +281,7 @@ static enum http_errno parse(struct reading *r, enum http_parser_type type,
     http_parser p;
     http_parser_init(&p, type);
     p.data = r;
+    r->input_end = s + len;
     size_t done = http_parser_execute(&p, &settings, s, len);
     if (HTTP_PARSER_ERRNO(&p) == HPE_OK && done == len && eof)
         http_parser_execute(&p, &settings, NULL, 0);
