@@ -281,7 +281,7 @@ static enum http_errno parse(struct reading *r, enum http_parser_type type,
     http_parser p;
     http_parser_init(&p, type);
     p.data = r;
-    r->input_end = s + len;
+    r->input_end = len ? s + len : s; /* s is NULL when nothing came */
     size_t done = http_parser_execute(&p, &settings, s, len);
     if (HTTP_PARSER_ERRNO(&p) == HPE_OK && done == len && eof)
         http_parser_execute(&p, &settings, NULL, 0);
