@@ -2029,6 +2029,11 @@ static void client_next(struct client *c)
         return;
     }
     c->state = C_READING;
+    /* the next request is answered as a GET until its head is parsed
+     * (rq_begin): a 400 or 408 to a head that never parses went without
+     * the body its Content-Length promised when the one before was a
+     * HEAD, and the client read on into whatever came next */
+    c->method = HTTP_GET;
     /* a body the exchange ended before: the rest is read for nobody */
     c->req_answered = !c->req_complete;
     c->req_complete = false;

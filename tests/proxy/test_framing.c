@@ -188,6 +188,31 @@ START_TEST(a_request_line_without_a_version_is_refused)
 }
 END_TEST
 
+/* A head refused before it parses is answered as a GET would be, its
+ * message as the body its Content-Length gives, even right after a HEAD:
+ * the HEAD's method stayed, and the 400 went without its body. */
+START_TEST(a_head_refused_after_a_head_request_gets_its_body)
+{
+    proxy_on_script(NULL);
+    struct steps w = {.port = proxy_port(),
+                      .reqs = {"HEAD /next HTTP/1.1\r\nHost: t\r\n\r\n",
+                               "GET /a HTTP/1.1\nHost: t\r\n\r\n"}};
+    run_client(steps_talk, &w, 20000);
+    ck_assert_msg(strncmp(w.got[0], "HTTP/1.1 200 ", 13) == 0 &&
+                      ends_with(w.got[0], "\r\n\r\n"),
+                  "%s", w.got[0]);
+    const char *body = strstr(w.got[1], "\r\n\r\n");
+    const char *length = strstr(w.got[1], "\r\nContent-Length: ");
+    ck_assert_msg(strncmp(w.got[1], "HTTP/1.1 400 ", 13) == 0 && body &&
+                      length,
+                  "%s", w.got[1]);
+    ck_assert_msg(strlen(body + 4) == strtoul(length + 18, NULL, 10) &&
+                      ends_with(w.got[1], "in the head\n"),
+                  "%s", w.got[1]);
+    ck_assert(w.closed);
+}
+END_TEST
+
 /* A status line whose code is not three digits (RFC 9110 15) is a bad
  * response: 502 with the cause, never relayed, where a client would read
  * a "20" as an interim answer and lose count of the final ones. */
@@ -948,6 +973,7 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, space_before_a_response_fields_colon_is_removed);
     tcase_add_test(tc, a_space_inside_a_response_fields_name_is_a_bad_response);
     tcase_add_test(tc, a_request_line_without_a_version_is_refused);
+    tcase_add_test(tc, a_head_refused_after_a_head_request_gets_its_body);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
     tcase_add_test(tc, a_body_that_stalls_is_cut_and_its_connection_discarded);
