@@ -95,6 +95,9 @@ struct reading {
     bool overflow;
     bool last_was_value;
     const char *last_end; /* end of the last head byte seen */
+    /* the last thing seen was an empty value, which the parser hands at
+     * the start of the line after it: last_end is past its CRLF */
+    bool last_empty;
     const char *input_end; /* of the bytes being parsed */
     /* for responses: the requests' methods, to know a HEAD's */
     const struct reading *requests;
@@ -157,6 +160,7 @@ static int on_begin(http_parser *p)
     m->url = SIZE_MAX;
     r->last_was_value = true;
     r->last_end = NULL;
+    r->last_empty = false;
     return 0;
 }
 
@@ -170,6 +174,7 @@ static int on_url(http_parser *p, const char *at, size_t n)
         text_more(m, at, n);
     }
     ((struct reading *)p->data)->last_end = at + n;
+    ((struct reading *)p->data)->last_empty = false;
     return 0;
 }
 
@@ -194,8 +199,10 @@ static int on_field(http_parser *p, const char *at, size_t n)
         f->value = text_add(m, "", 0);
     }
     r->last_was_value = false;
-    if (!m->head_done)
+    if (!m->head_done) {
         r->last_end = at + n;
+        r->last_empty = false;
+    }
     return 0;
 }
 
@@ -205,8 +212,10 @@ static int on_value(http_parser *p, const char *at, size_t n)
     struct msg *m = cur(p);
     text_more(m, at, n);
     r->last_was_value = true;
-    if (!m->head_done)
+    if (!m->head_done) {
         r->last_end = at + n;
+        r->last_empty = n == 0;
+    }
     return 0;
 }
 
@@ -230,9 +239,10 @@ static int on_headers_done(http_parser *p)
          * line without it is HTTP/0.9 to the parser, and its end is
          * anywhere: not read past the input) */
         const char *end = r->last_end + (m->nfields ? 0 : 9);
-        if (end + 4 > r->input_end ||
+        size_t tail = r->last_empty ? 2 : 4; /* its own CRLF is behind */
+        if (end + tail > r->input_end ||
             (!m->nfields && memcmp(r->last_end, " HTTP/", 6) != 0) ||
-            memcmp(end, "\r\n\r\n", 4) != 0)
+            memcmp(end, "\r\n\r\n", tail) != 0)
             m->bad_lines = true;
     }
     if (r->requests && p->type == HTTP_RESPONSE && m->status >= 200) {
