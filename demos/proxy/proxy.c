@@ -264,7 +264,8 @@ static const struct headers *connection_names(struct headers *hs)
  * framing (a 204 carried a length; an HTTP/1.0 client, read until the
  * close, was told chunked). Cuts each name's trailing spaces (a NUL over
  * the first: the rest of the string is dead text); false when a space is
- * left inside one, which is no field name (a token) at all. */
+ * left inside one, or nothing but spaces was there (" : v", read after a
+ * bare CR), which is no field name (a token) at all. */
 static bool headers_trim_names(struct headers *hs)
 {
     for (size_t i = 0; i < hs->n; i++) {
@@ -273,7 +274,7 @@ static bool headers_trim_names(struct headers *hs)
         while (len > 0 && name[len - 1] == ' ')
             len--;
         name[len] = '\0';
-        if (memchr(name, ' ', len))
+        if (len == 0 || memchr(name, ' ', len))
             return false;
     }
     return true;
@@ -1425,7 +1426,8 @@ static int rs_headers_done(http_parser *p)
         return -1;
     }
     if (c->resp_name_space && !headers_trim_names(&c->resp_headers)) {
-        c->resp_refused = "a space inside a response header field's name";
+        c->resp_refused = "a response header field's name with a space "
+                          "inside it, or of spaces only";
         return -1;
     }
     bool head = c->method == HTTP_HEAD;
