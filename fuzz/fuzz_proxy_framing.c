@@ -28,7 +28,8 @@
  *   byte but for the hop-by-hop ones and those the proxy sets (Host,
  *   X-Forwarded-For, Expect, the framing);
  * - a request the proxy must refuse (HTTP/1.1 without Host, two Hosts,
- *   HTTP/1.0 with Transfer-Encoding, a Content-Length past max_body)
+ *   HTTP/1.0 with Transfer-Encoding, a Content-Length past max_body, a
+ *   version other than 1.x)
  *   never reaches the origin;
  * - the client's bytes parse as responses (the last one may be cut by
  *   the close), each status of three digits, one final response a
@@ -73,7 +74,7 @@ struct field {
 
 struct msg {
     unsigned method;
-    unsigned short minor;
+    unsigned short major, minor;
     int status;
     bool complete, chunked, head_done, bad_lines;
     size_t url; /* offset in text, or SIZE_MAX */
@@ -225,6 +226,7 @@ static int on_headers_done(http_parser *p)
     struct msg *m = cur(p);
     m->head_done = true;
     m->method = p->method;
+    m->major = p->http_major;
     m->minor = p->http_minor;
     m->status = (int)p->status_code;
     m->chunked = (p->flags & F_CHUNKED) != 0;
@@ -405,9 +407,12 @@ static bool absolute_form(const char *url)
     return url[0] != '/' && url[0] != '*' && strstr(url, "://") != NULL;
 }
 
-/* What the client sent that the proxy must refuse (RFC 9112 3.2, 6.1). */
+/* What the client sent that the proxy must refuse (RFC 9112 2.3, 3.2,
+ * 6.1). */
 static bool must_refuse(const struct msg *m)
 {
+    if (m->major != 1)
+        return true;
     size_t hosts = count(m, "host");
     if (hosts > 1 || (hosts == 0 && m->minor >= 1))
         return true;
@@ -421,7 +426,7 @@ static bool must_refuse(const struct msg *m)
 
 static void check_well_formed(const struct msg *f)
 {
-    if (f->bad_lines || f->minor != 1 || f->url == SIZE_MAX)
+    if (f->bad_lines || f->major != 1 || f->minor != 1 || f->url == SIZE_MAX)
         abort();
     if (count(f, "host") != 1 || count(f, "x-forwarded-for") != 1 ||
         count(f, "expect") != 0)

@@ -604,7 +604,8 @@ struct client {
     bool req_begun;       /* a request's first byte was parsed, not its end */
     bool req_head_parsed; /* fields parsed from now on are trailers */
     bool req_too_big;
-    const char *refused; /* why rq_headers_done refused the head: 400 */
+    const char *refused; /* why rq_headers_done refused the head */
+    int refused_status;  /* ...with this status: 400, or 505 */
     bool retry_outgrown; /* the body outgrew RETRY_MAX: no retry */
     /* a chunked body's trailer fields, apart from the head */
     struct headers req_trailers;
@@ -817,12 +818,12 @@ static void client_write_error(struct client *c, int status, const char *reason,
         px_buf_printf(out, "%s\n", body);
 }
 
-/* Refuses the request being read with status (400, 408, 413, 414, 431)
- * and why, and closes the client once that is written: what is left of
- * the request cannot be told from what would follow it. An exchange its
- * body was going to is abandoned (half a request in it, through no fault
- * of the upstream); a client that has (part of) its answer already gets
- * no other, the close says it. */
+/* Refuses the request being read with status (400, 408, 413, 414, 431,
+ * 505) and why, and closes the client once that is written: what is left
+ * of the request cannot be told from what would follow it. An exchange
+ * its body was going to is abandoned (half a request in it, through no
+ * fault of the upstream); a client that has (part of) its answer already
+ * gets no other, the close says it. */
 static void client_refuse(struct client *c, int status, const char *why)
 {
     bool cut = c->state == C_EXCHANGING && c->head_sent;
@@ -836,6 +837,7 @@ static void client_refuse(struct client *c, int status, const char *why)
                            : status == 413 ? "Content Too Large"
                            : status == 414 ? "URI Too Long"
                            : status == 431 ? "Request Header Fields Too Large"
+                           : status == 505 ? "HTTP Version Not Supported"
                                            : "Bad Request",
                            NULL, why);
     c->state = C_FLUSHING;
@@ -928,6 +930,17 @@ static int rq_headers_done(http_parser *p)
 {
     struct client *c = p->data;
     c->method = p->method; /* its 400 too is framed for it */
+    c->refused_status = 400;
+    /* RFC 9112 2.3: this connection speaks HTTP/1.x. libhttp-parser
+     * takes "HTTP/2.0" or "HTTP/0.9" (and, built without
+     * HTTP_PARSER_STRICT, "HVTQ/2.0"), and the request went upstream as
+     * an HTTP/1.1 one, where an HTTP/1.0 one with Transfer-Encoding is
+     * refused: 505 for the version (RFC 9110 15.6.6; nginx's answer too) */
+    if (p->http_major != 1) {
+        c->refused = "the request's HTTP version is not 1.x";
+        c->refused_status = 505;
+        return -1;
+    }
     c->refused = head_refusal(c, p);
     if (c->refused)
         return -1; /* the parser stops: client_parse answers 400 */
@@ -1320,8 +1333,9 @@ static void client_parse(struct client *c)
             err = HPE_OK;
         }
         if (err != HPE_OK) {
-            client_refuse(c, 400, c->refused ? c->refused
-                                             : http_errno_description(err));
+            client_refuse(c, c->refused ? c->refused_status : 400,
+                          c->refused ? c->refused
+                                     : http_errno_description(err));
             return;
         }
         /* the whole head went in, yet libhttp-parser did not end it: it

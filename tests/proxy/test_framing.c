@@ -190,6 +190,33 @@ START_TEST(a_request_line_without_a_version_is_refused)
 }
 END_TEST
 
+/* A request line of another major version than 1 (RFC 9112 2.3), which
+ * libhttp-parser reads all the same (HTTP/2.0 with Transfer-Encoding went
+ * upstream as an HTTP/1.1 request, where an HTTP/1.0 one with it is
+ * refused), gets 505 and the close, and nothing goes upstream. */
+START_TEST(a_request_of_another_major_version_gets_505)
+{
+    proxy_on_script(NULL);
+    static const char *const reqs[] = {
+        "PUT /c HTTP/2.0\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "0\r\n\r\n",
+        "GET /a HTTP/0.9\r\nHost: t\r\n\r\n",
+        "GET /a HTTP/3.1\r\nHost: t\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        struct raw r;
+        talk(&r, proxy_port(), reqs[i]);
+        ck_assert_msg(strncmp(r.got, "HTTP/1.1 505 ", 13) == 0, "%zu: %s", i,
+                      r.got);
+        ck_assert_msg(strstr(r.got, "Connection: close\r\n") &&
+                          strstr(r.got, "not 1.x"),
+                      "%zu: %s", i, r.got);
+        ck_assert_msg(r.closed, "%zu: left open", i);
+    }
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+}
+END_TEST
+
 /* A head refused before it parses is answered as a GET would be, its
  * message as the body its Content-Length gives, even right after a HEAD:
  * the HEAD's method stayed, and the 400 went without its body. */
@@ -985,6 +1012,7 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, a_space_inside_a_response_fields_name_is_a_bad_response);
     tcase_add_test(tc, a_request_line_without_a_version_is_refused);
     tcase_add_test(tc, a_head_refused_after_a_head_request_gets_its_body);
+    tcase_add_test(tc, a_request_of_another_major_version_gets_505);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
     tcase_add_test(tc, a_body_that_stalls_is_cut_and_its_connection_discarded);
