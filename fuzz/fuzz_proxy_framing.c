@@ -183,6 +183,11 @@ static int on_field(http_parser *p, const char *at, size_t n)
 {
     struct reading *r = p->data;
     struct msg *m = cur(p);
+    /* a response's fields are not checked, and have no limit at the
+     * proxy: past MAX_FIELDS of them the parse stopped, and its bytes
+     * were taken for unreadable */
+    if (p->type == HTTP_RESPONSE)
+        return 0;
     if (r->last_was_value) {
         struct field *f = m->head_done ? m->trailers : m->fields;
         size_t *nf = m->head_done ? &m->ntrailers : &m->nfields;
@@ -211,6 +216,8 @@ static int on_value(http_parser *p, const char *at, size_t n)
 {
     struct reading *r = p->data;
     struct msg *m = cur(p);
+    if (p->type == HTTP_RESPONSE)
+        return 0; /* as on_field */
     text_more(m, at, n);
     r->last_was_value = true;
     if (!m->head_done) {
