@@ -1076,21 +1076,29 @@ static void build_request(struct client *c)
     bool host = false;
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = header_name(hs, i);
-        if (hop_by_hop(connection, name))
-            continue;
+        /* Host and X-Forwarded-For are the proxy's to set, whatever the
+         * client's Connection lists: Host is the authority of the target
+         * (RFC 9112 3.2), a field for every recipient, which RFC 9110
+         * 7.6.1 forbids as a connection option; "Connection: host" had
+         * the upstream's name sent instead, another target than the
+         * client's. The client's X-Forwarded-For chain goes on before
+         * its address, as when no Connection names it. */
         if (!host && strcasecmp(name, "host") == 0) {
             host = true;
-            if (absolute) {
+            if (absolute)
                 add_authority(r, &t);
-                continue;
-            }
+            else
+                add_header(r, name, header_value(hs, i));
+            continue;
         }
-        if (strcasecmp(name, "expect") == 0)
-            continue; /* answered by the proxy */
         if (strcasecmp(name, "x-forwarded-for") == 0) {
             xff = header_value(hs, i);
             continue;
         }
+        if (hop_by_hop(connection, name))
+            continue;
+        if (strcasecmp(name, "expect") == 0)
+            continue; /* answered by the proxy */
         add_header(r, name, header_value(hs, i));
     }
     if (!host && absolute) {

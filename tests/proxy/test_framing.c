@@ -851,6 +851,35 @@ START_TEST(hop_by_hop_headers_of_every_kind_stay_at_the_proxy)
 }
 END_TEST
 
+/* Host and X-Forwarded-For go on whatever the client's Connection lists
+ * (RFC 9110 7.6.1: no connection option names a field for every
+ * recipient): "Connection: host" had the upstream's name sent as Host, a
+ * target the client never named, and "Connection: x-forwarded-for"
+ * dropped its chain. */
+START_TEST(connection_cannot_name_away_host_or_x_forwarded_for)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "GET /h HTTP/1.1\r\nHost: t.example\r\nConnection: host, "
+         "x-forwarded-for\r\nX-Forwarded-For: 10.1.1.1\r\nX-Kept: k\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    pthread_mutex_lock(&seen_lock);
+    char seen[sizeof origin_seen];
+    memcpy(seen, origin_seen, sizeof seen);
+    pthread_mutex_unlock(&seen_lock);
+    ck_assert_msg(strstr(seen, "\r\nHost: t.example\r\n") &&
+                      occurrences(seen, "\nhost:") == 1,
+                  "%s", seen);
+    ck_assert_msg(
+        strstr(seen, "\r\nX-Forwarded-For: 10.1.1.1, 127.0.0.1\r\n"), "%s",
+        seen);
+    ck_assert_msg(strstr(seen, "\r\nX-Kept: k\r\n") &&
+                      !strcasestr(seen, "\nConnection:"),
+                  "%s", seen);
+}
+END_TEST
+
 /* ---- clients that are slow, stop, or say nothing ---- */
 
 static const char *const quick_clients[] = {"--client-timeout", "500", NULL};
@@ -1031,6 +1060,7 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
     tcase_add_test(tc, hop_by_hop_headers_of_every_kind_stay_at_the_proxy);
+    tcase_add_test(tc, connection_cannot_name_away_host_or_x_forwarded_for);
     tcase_add_test(tc, a_request_past_100_header_fields_gets_431);
     tcase_add_test(tc,
                    a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline);
