@@ -1072,7 +1072,7 @@ static void build_request(struct client *c)
     px_buf_adds(r, absolute ? t.path : url ? url : "/");
     px_buf_add(r, " HTTP/1.1\r\n", 11);
     const struct headers *connection = c->req_connection;
-    const char *xff = NULL;
+    size_t xff_at = 0, xff_n = 0; /* the client's X-Forwarded-For lines */
     bool host = false;
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = header_name(hs, i);
@@ -1092,7 +1092,8 @@ static void build_request(struct client *c)
             continue;
         }
         if (strcasecmp(name, "x-forwarded-for") == 0) {
-            xff = header_value(hs, i);
+            if (xff_n++ == 0)
+                xff_at = i;
             continue;
         }
         if (hop_by_hop(connection, name))
@@ -1108,11 +1109,16 @@ static void build_request(struct client *c)
         add_header(r, "Host",
                    strncmp(name, "tls://", 6) == 0 ? name + 6 : name);
     }
+    /* every line of the client's chain, in order, as one list (RFC 9110
+     * 5.3): the last line alone went on, the addresses before it lost */
     px_buf_add(r, "X-Forwarded-For: ", 17);
-    if (xff) {
-        px_buf_adds(r, xff);
-        px_buf_add(r, ", ", 2);
-    }
+    for (size_t i = xff_at; xff_n > 0; i++)
+        if (i == xff_at ||
+            strcasecmp(header_name(hs, i), "x-forwarded-for") == 0) {
+            px_buf_adds(r, header_value(hs, i));
+            px_buf_add(r, ", ", 2);
+            xff_n--;
+        }
     px_buf_adds(r, c->peer);
     px_buf_add(r, "\r\n", 2);
     if (c->req_chunked) {

@@ -232,8 +232,7 @@ START_TEST(a_head_refused_after_a_head_request_gets_its_body)
                   "%s", w.got[0]);
     const char *body = strstr(w.got[1], "\r\n\r\n");
     const char *length = strstr(w.got[1], "\r\nContent-Length: ");
-    ck_assert_msg(strncmp(w.got[1], "HTTP/1.1 400 ", 13) == 0 && body &&
-                      length,
+    ck_assert_msg(strncmp(w.got[1], "HTTP/1.1 400 ", 13) == 0 && body && length,
                   "%s", w.got[1]);
     ck_assert_msg(strlen(body + 4) == strtoul(length + 18, NULL, 10) &&
                       ends_with(w.got[1], "in the head\n"),
@@ -330,8 +329,9 @@ START_TEST(a_space_inside_a_response_fields_name_is_a_bad_response)
         talk(&r, proxy_port(), req);
         ck_assert_msg(strncmp(r.got, "HTTP/1.1 502 ", 13) == 0, "%s: %s",
                       paths[i], r.got);
-        ck_assert_msg(strstr(r.got, "response header field's name with a space"),
-                      "%s: %s", paths[i], r.got);
+        ck_assert_msg(
+            strstr(r.got, "response header field's name with a space"),
+            "%s: %s", paths[i], r.got);
     }
     struct px_stats s;
     px_stats(proxy, &s);
@@ -871,11 +871,32 @@ START_TEST(connection_cannot_name_away_host_or_x_forwarded_for)
     ck_assert_msg(strstr(seen, "\r\nHost: t.example\r\n") &&
                       occurrences(seen, "\nhost:") == 1,
                   "%s", seen);
-    ck_assert_msg(
-        strstr(seen, "\r\nX-Forwarded-For: 10.1.1.1, 127.0.0.1\r\n"), "%s",
-        seen);
+    ck_assert_msg(strstr(seen, "\r\nX-Forwarded-For: 10.1.1.1, 127.0.0.1\r\n"),
+                  "%s", seen);
     ck_assert_msg(strstr(seen, "\r\nX-Kept: k\r\n") &&
                       !strcasestr(seen, "\nConnection:"),
+                  "%s", seen);
+}
+END_TEST
+
+/* The client's X-Forwarded-For lines go on as one list, in order, its
+ * address last (RFC 9110 5.3): only the last line went, the addresses in
+ * the lines before it lost. */
+START_TEST(x_forwarded_for_lines_go_on_as_one_list)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "GET /h HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 10.1.1.1\r\n"
+         "X-Kept: k\r\nX-Forwarded-For: 10.2.2.2, 10.3.3.3\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    pthread_mutex_lock(&seen_lock);
+    char seen[sizeof origin_seen];
+    memcpy(seen, origin_seen, sizeof seen);
+    pthread_mutex_unlock(&seen_lock);
+    ck_assert_msg(strstr(seen, "\r\nX-Forwarded-For: 10.1.1.1, 10.2.2.2, "
+                               "10.3.3.3, 127.0.0.1\r\n") &&
+                      occurrences(seen, "x-forwarded-for") == 1,
                   "%s", seen);
 }
 END_TEST
@@ -1061,6 +1082,7 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
     tcase_add_test(tc, hop_by_hop_headers_of_every_kind_stay_at_the_proxy);
     tcase_add_test(tc, connection_cannot_name_away_host_or_x_forwarded_for);
+    tcase_add_test(tc, x_forwarded_for_lines_go_on_as_one_list);
     tcase_add_test(tc, a_request_past_100_header_fields_gets_431);
     tcase_add_test(tc,
                    a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline);
