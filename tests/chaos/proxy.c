@@ -28,7 +28,7 @@ struct link {
     bool spoke;            /* the server's first bytes went out */
     bool junked;           /* junk already sent */
     bool closing;          /* waiting for `down` to flush, then freed */
-    int64_t born;          /* ms it was accepted */
+    uint64_t client_chunks; /* forwarded to the server */
     bool doomed;           /* replied, reads no more, closes late */
     struct event *late_close; /* frees it delay_ms after its last reply */
 };
@@ -154,6 +154,7 @@ static void on_down_read(struct bufferevent *bev, void *arg)
         link_reset(l);
         return;
     }
+    l->client_chunks++;
     bufferevent_write_buffer(l->up, in);
 }
 
@@ -200,7 +201,7 @@ static void on_up_read(struct bufferevent *bev, void *arg)
     l->spoke = true;
     bufferevent_write_buffer(l->down, in);
     if (p->fault == CHAOS_CLOSE_AFTER_REPLY && !l->doomed &&
-        l->last_io - l->born >= p->knobs.age_ms) {
+        l->client_chunks > (uint64_t)p->knobs.spared) {
         /* the server is done with it: what comes next goes unanswered,
          * and the FIN follows the reply only after delay_ms */
         p->stats.faults++;
@@ -245,7 +246,6 @@ static void on_accepted(struct chaos_proxy *p, evutil_socket_t fd)
     l->last_io = now_ms();
     l->held = evbuffer_new();
     l->release = evtimer_new(p->base, send_held, l);
-    l->born = l->last_io;
     l->late_close = evtimer_new(p->base, on_late_close, l);
     l->down = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
     bufferevent_setcb(l->down, on_down_read, on_down_flushed, on_event, l);
@@ -456,7 +456,7 @@ bool chaos_proxy_set(struct chaos_proxy *p, enum chaos_fault f,
     p->knobs.every = knobs.every > 0 ? knobs.every : 10;
     p->knobs.delay_ms = knobs.delay_ms > 0 ? knobs.delay_ms : 100;
     p->knobs.idle_ms = knobs.idle_ms > 0 ? knobs.idle_ms : 100;
-    p->knobs.age_ms = knobs.age_ms > 0 ? knobs.age_ms : 0;
+    p->knobs.spared = knobs.spared > 0 ? knobs.spared : 0;
 
     /* undo what the last fault changed on the listener */
     if (was == CHAOS_REFUSE || was == CHAOS_FULL_BACKLOG ||
