@@ -228,6 +228,7 @@ static enum verdict usable(struct tide__net_conn *c, bool look)
             return SSL_has_pending(ssl) ? DIRTY : CLOSED;
         if (!look && !SSL_has_pending(ssl))
             return USABLE;
+        f->stats.looks++;
         switch (tls_probe(ssl)) {
         case TLS_QUIET:
             return USABLE;
@@ -252,6 +253,7 @@ static enum verdict usable(struct tide__net_conn *c, bool look)
      * then, so the check looks). */
     if (!look)
         return USABLE;
+    f->stats.looks++;
     int err;
     int peek = tide__net_sock_peek(fd, &err);
     if (peek < 0)

@@ -404,6 +404,12 @@ struct tide_net_stats {
     uint64_t attempts;  /* TCP connection attempts (addresses tried) */
     uint64_t lost;      /* idle connections reported lost */
     uint64_t lost_data; /* ... of them because of unexpected bytes */
+    uint64_t looks;     /* checks before lending or on release that asked
+                           the socket (a peek, SSL_peek): on a connection
+                           never lent, one whose read event had news or
+                           whose reading was off, or after a stale loan;
+                           none on a lend or release that nothing
+                           stirred */
     uint64_t destroyed; /* connections closed */
     int64_t live;       /* connections made and not yet closed */
     int64_t pending;    /* makes in progress */

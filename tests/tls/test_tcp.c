@@ -92,6 +92,35 @@ START_TEST(released_connection_is_lent_again)
 }
 END_TEST
 
+/* The lend and release paths ask the socket nothing while nothing stirred:
+ * a hundred exchanges over one kept connection, lent back to back from
+ * try_acquire and acquire alike, cost no look. */
+START_TEST(lend_and_release_ask_the_socket_nothing)
+{
+    struct tcp t;
+    start(&t);
+    struct bufferevent *bev = make_idle(&t);
+    uint64_t looks = stats(&t).looks;
+    for (int i = 0; i < 100; i++) {
+        void *r = NULL;
+        struct got g;
+        if (i % 2) {
+            ck_assert_int_eq(tide_evpool_try_acquire(t.tp.pool, &r), 0);
+        } else {
+            acquire_wait(&t.tp, &g, 5000);
+            ck_assert_int_eq(g.status, 0);
+            r = g.bev;
+        }
+        ck_assert_ptr_eq(r, bev);
+        ck_assert_str_eq(echo(r, "again", 2000), "again");
+        ck_assert_int_eq(tide_evpool_release(t.tp.pool, r), 0);
+    }
+    ck_assert_uint_eq(stats(&t).looks, looks);
+    ck_assert_uint_eq(stats(&t).made, 1);
+    stop(&t);
+}
+END_TEST
+
 START_TEST(lent_connection_has_no_callbacks_and_reads)
 {
     struct tcp t;
@@ -412,6 +441,7 @@ static Suite *suite(void)
     fixture_add(tc);
     tcase_add_test(tc, released_connection_is_lent_again);
     tcase_add_test(tc, lent_connection_has_no_callbacks_and_reads);
+    tcase_add_test(tc, lend_and_release_ask_the_socket_nothing);
     tcase_add_test(tc, idle_peer_close_is_dropped_before_acquire);
     tcase_add_test(tc, idle_reset_is_dropped);
     tcase_add_test(tc, unexpected_bytes_while_idle_are_dropped);
