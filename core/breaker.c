@@ -349,6 +349,16 @@ void tide_breaker_failure(struct tide_breaker *b, int64_t now)
     quiet(b);
 }
 
+void tide_breaker_forgo(struct tide_breaker *b, int64_t now)
+{
+    (void)now;
+    if (!b)
+        return;
+    if (b->state == TIDE_BREAKER_RECOVERING && b->probing > 0)
+        b->probing--;
+    quiet(b);
+}
+
 int64_t tide_breaker_retry_after(const struct tide_breaker *b, int64_t now)
 {
     if (!b || b->state != TIDE_BREAKER_INACTIVE || b->strategy ||

@@ -53,8 +53,13 @@ struct conn {
     bool leak_reported;
     /* Made, and its make's outcome still open: settled when its first
      * loan ends or it dies, a failure when it died young (a server that
-     * accepts and closes, or speaks first). See makes.c. */
+     * accepts and closes, or speaks first), and with no outcome when its
+     * record ends first (tide__conn_remove). See makes.c. */
     bool untried;
+    /* ... and that make was the breaker's probe, in the spell of
+     * RECOVERING still under way: its place is given back if the make
+     * ends with no outcome. */
+    bool probe;
 };
 
 #define CONN_NONE TIDE__ITEMMAP_NONE
@@ -142,6 +147,8 @@ struct tide_make {
     struct tide_make *next;
     struct event timer; /* make timeout */
     bool for_waiter;    /* made for a queued caller (else for the minimum) */
+    bool probe;         /* let through by a RECOVERING breaker ... */
+    uint64_t spell;     /* ... in this spell of its state (breaker_spell) */
     bool abandoned;     /* timed out or cancelled: the core has forgotten it */
     bool cancelled;     /* the factory's cancel ran: it runs once at most */
     /* kept to close a late success after the pool is gone */
@@ -280,7 +287,11 @@ struct tide_evpool {
     struct tide_factory factory;
     struct tide_pool *core;
     struct tide_breaker *breaker; /* the core's, or NULL */
-    bool shedding;                /* the ward has a shedder */
+    /* Changes of the breaker's state heard so far: a probe belongs to the
+     * spell it was let through in, and a change forgets the probes out. */
+    uint64_t breaker_spell;
+    int64_t probes; /* records flagged `probe` */
+    bool shedding;  /* the ward has a shedder */
 
     int64_t min;
     int64_t make_timeout;
@@ -419,6 +430,10 @@ static inline uint32_t tide__conn_find(const struct tide_evpool *p,
 }
 /* A record for a new resource; CONN_NONE when out of memory. */
 uint32_t tide__conn_add(struct tide_evpool *p, void *resource);
+/* The record of conn i ends, however its resource goes (destroyed after a
+ * loan or while idle, evicted, closed, freed): its make, if still open,
+ * is settled here with no outcome (tide__conn_forgo), so no end of a
+ * resource leaves a promise behind. */
 void tide__conn_remove(struct tide_evpool *p, uint32_t i);
 
 /* loans.c */
@@ -584,6 +599,15 @@ static inline bool tide__conn_settle(struct tide_evpool *p, uint32_t i,
 {
     return p->conns[i].untried && tide__conn_settle_make(p, i, died);
 }
+/* The open make of conn i ends with no outcome: its resource left before
+ * its first loan could prove or fail it (the borrower abandoned that loan,
+ * or the pool evicted, closed or freed it unused). Neither the breaker nor
+ * the backoff hears of it, but a probe gives its place back: held, the
+ * breaker would stay RECOVERING, refusing every make, for good. */
+void tide__conn_forgo(struct tide_evpool *p, uint32_t i);
+/* The breaker changed state: the probes out belong to a spell that is
+ * over (see tide_breaker_forgo). */
+void tide__probes_forget(struct tide_evpool *p);
 void tide__makes_cancel_all(struct tide_evpool *p);
 void tide__makes_orphan_all(struct tide_evpool *p);
 

@@ -91,9 +91,11 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
 
 /* Whatever changed the breaker (a manual switch, the policy, a strategy),
  * the pump runs: an open breaker fails the parked callers at once with
- * the retry time, a closed one serves them again. */
+ * the retry time, a closed one serves them again. The probes of the spell
+ * that ended no longer hold a place. */
 static void on_breaker_changed(void *arg)
 {
+    tide__probes_forget(arg);
     tide__serve_schedule(arg);
 }
 

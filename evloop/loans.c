@@ -284,10 +284,10 @@ static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
             p->factory.stale(resource, p->factory.arg);
     } else if (how == LOAN_ABANDONED) {
         /* The borrower's reasons say nothing of the backend. A first loan
-         * leaves its make unsettled rather than proven or failed: neither
-         * the breaker nor the backoff hears of it. */
+         * leaves its make with no outcome, for the breaker or the backoff:
+         * the destroy below settles it so (tide__conn_remove), a probe
+         * giving its place back. */
         p->counters.abandoned++;
-        p->conns[i].untried = false;
     } else {
         /* a retire is an accepted release, as when retire_after retires
          * one; a first loan settles its make beside */

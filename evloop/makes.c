@@ -97,6 +97,10 @@ void tide__make_start(struct tide_evpool *p, bool for_waiter)
     }
     t->pool = p;
     t->for_waiter = for_waiter;
+    /* a make the take let through while RECOVERING is a probe of it */
+    t->probe =
+        p->breaker && tide_breaker_state(p->breaker) == TIDE_BREAKER_RECOVERING;
+    t->spell = p->breaker_spell;
     t->destroy = p->factory.destroy;
     t->destroy_arg = p->factory.arg;
     TIDE__LIST_APPEND(&p->makes, t);
@@ -141,6 +145,8 @@ void tide_evpool_made(struct tide_make *t, void *resource)
     struct tide_evpool *owner = t->pool;
     struct tide_evpool *p = token_done(t);
     bool for_waiter = t->for_waiter;
+    /* still a probe if the breaker has not changed state since */
+    bool probe = p && t->probe && t->spell == p->breaker_spell;
     void (*destroy)(void *, void *) = t->destroy;
     void *destroy_arg = t->destroy_arg;
     token_free(t);
@@ -181,6 +187,8 @@ void tide_evpool_made(struct tide_make *t, void *resource)
     (void)tide_pool_made_untried(p->core, tide__conn_key(i), p->now);
     p->conns[i].slot = tide_pool_slot(p->core, tide__conn_key(i));
     p->conns[i].untried = true;
+    p->conns[i].probe = probe;
+    p->probes += probe;
     p->conns[i].made_at = p->now;
     p->counters.made++;
     /* a waiter answered from now on did not wait on a failing factory */
@@ -206,6 +214,16 @@ struct tide_evpool *tide_make_pool(const struct tide_make *t)
     return t ? t->pool : NULL;
 }
 
+/* Clears conn i's probe flag; true when it was set. */
+static bool unprobe(struct tide_evpool *p, struct conn *c)
+{
+    if (!c->probe)
+        return false;
+    c->probe = false;
+    p->probes--;
+    return true;
+}
+
 /* A make is proven by what its resource does first, not by the factory's
  * answer: a connection the server accepts and closes at once, or greets
  * with bytes nobody asked for, is answered "made" and is dead before
@@ -219,6 +237,7 @@ bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died)
 {
     struct conn *c = &p->conns[i];
     c->untried = false;
+    (void)unprobe(p, c); /* its outcome is the probe's */
     if (died && p->now - c->made_at < UNTRIED_SPAN) {
         tide_pool_tried(p->core, p->now, tide__evpool_roll(p), false);
         p->counters.make_failures++;
@@ -230,6 +249,22 @@ bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died)
     topup_release(p);
     p->make_error = 0;
     return false;
+}
+
+void tide__conn_forgo(struct tide_evpool *p, uint32_t i)
+{
+    struct conn *c = &p->conns[i];
+    c->untried = false;
+    if (unprobe(p, c))
+        tide_breaker_forgo(p->breaker, p->now);
+}
+
+void tide__probes_forget(struct tide_evpool *p)
+{
+    p->breaker_spell++;
+    /* a walk once a spell of RECOVERING at most: only then are any out */
+    for (uint32_t i = 0; p->probes > 0 && i < p->conn_capacity; i++)
+        (void)unprobe(p, &p->conns[i]);
 }
 
 void tide__makes_cancel_all(struct tide_evpool *p)

@@ -390,6 +390,17 @@ TIDE_API bool tide_breaker_admit(struct tide_breaker *b, int64_t now,
                                  double roll);
 TIDE_API void tide_breaker_success(struct tide_breaker *b, int64_t now);
 TIDE_API void tide_breaker_failure(struct tide_breaker *b, int64_t now);
+/* An attempt admit let through will bring no outcome: it was given up for
+ * reasons that say nothing of the backend (the borrower abandoned its
+ * first use, the pool evicted or closed it unused). While RECOVERING its
+ * probe's place is given back, so another attempt may probe; otherwise
+ * nothing changes. Without it a probe given up holds its place for good,
+ * and the breaker stays RECOVERING, refusing every make, until activated
+ * by hand. Call it at most once an attempt, and only for one let through
+ * while RECOVERING and since the breaker last changed state: a change of
+ * state forgets the probes out (a later success or failure still counts
+ * as ever). */
+TIDE_API void tide_breaker_forgo(struct tide_breaker *b, int64_t now);
 /* While INACTIVE, ns until the policy will let a probe through: the rest of
  * the STRIKES cooldown. 0 when it is not INACTIVE or the policy cannot say
  * (ADAPTIVE holds a manual deactivate; a custom strategy decides itself). */
@@ -528,7 +539,10 @@ TIDE_API int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll);
  * the backend (servers close idle connections) and is no outcome. The
  * breaker hears every outcome; backoff hears only makes: a failed make
  * holds makes, a successful one lifts the hold. give and drop are
- * bookkeeping only: report the outcomes beside them. */
+ * bookkeeping only: report the outcomes beside them. A made_untried
+ * resource that leaves before its first use could prove or fail it
+ * (abandoned, evicted, closed) has no outcome either; if its make was the
+ * breaker's probe, give the probe's place back with tide_breaker_forgo. */
 
 /* As tide_pool_made, but the make's outcome is left open: a connection has
  * not shown it works until it has served. Settle it with tide_pool_tried

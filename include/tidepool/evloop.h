@@ -22,17 +22,21 @@
  * alive() false, a failed check) or whose first loan fails (discarded,
  * refused on release) within a second of being made was never really made
  * (a server that accepts and closes, or speaks first), and counts as a
- * failed make, for backoff too; otherwise the make was a success. A
- * resource that dies while idle after that (a server closing idle
- * connections) is no outcome, and so is a loan that ends stale
- * (tide_evpool_stale: it served before and failed by a close before any
- * byte of its exchange was answered). The top-up to `min` backs off after
- * failed makes (the ward's backoff, or the preset: 100 ms doubling to 1 s,
- * jittered) even with no backoff in the ward, so a server that accepts and
- * closes at once, or speaks first, is not stormed with connects. Whatever
- * opens the breaker (tide_breaker_deactivate by hand, the policy, a
- * strategy), the callers parked on it are failed at once with
- * TIDE_EUNAVAILABLE and the retry time; closing it serves them again.
+ * failed make, for backoff too; otherwise the make was a success. One
+ * that leaves before its first loan could prove or fail it (that loan
+ * abandoned; evicted, closed or freed unused) settles its make with no
+ * outcome, and a make that was a RECOVERING breaker's probe then gives the
+ * probe's place back, so the next make probes. A resource that dies while
+ * idle after that (a server closing idle connections) is no outcome, and
+ * so is a loan that ends stale (tide_evpool_stale: it served before and
+ * failed by a close before any byte of its exchange was answered). The
+ * top-up to `min` backs off after failed makes (the ward's backoff, or the
+ * preset: 100 ms doubling to 1 s, jittered) even with no backoff in the
+ * ward, so a server that accepts and closes at once, or speaks first, is
+ * not stormed with connects. Whatever opens the breaker
+ * (tide_breaker_deactivate by hand, the policy, a strategy), the callers
+ * parked on it are failed at once with TIDE_EUNAVAILABLE and the retry
+ * time; closing it serves them again.
  *
  * Time: the pool reads CLOCK_MONOTONIC on entry to each of its own
  * callbacks and in each public call, except try_acquire and release: they
@@ -273,8 +277,10 @@ TIDE_API int tide_evpool_discard(struct tide_evpool *p, void *resource);
 TIDE_API int tide_evpool_retire(struct tide_evpool *p, void *resource);
 /* abandon: the borrower gave it up for its own reasons, mid-exchange (the
  * client it served went away): no outcome at all, for the breaker or the
- * backoff, and a first loan leaves its make unproven either way. Use
- * discard when the backend failed (a reset, a bad or late answer). */
+ * backoff, and a first loan leaves its make unproven either way; if that
+ * make was a RECOVERING breaker's probe, the probe's place is given back,
+ * so the next make probes again. Use discard when the backend failed (a
+ * reset, a bad or late answer). */
 TIDE_API int tide_evpool_abandon(struct tide_evpool *p, void *resource);
 
 /* The stale connection: the borrower's exchange failed before any byte of

@@ -153,6 +153,34 @@ START_TEST(recovering_bounds_probes)
 }
 END_TEST
 
+/* A probe given up with no outcome gives its place back, once: another
+ * may probe, the state stays RECOVERING, and outside RECOVERING (or with
+ * no probe out) a forgo changes nothing. */
+START_TEST(forgone_probe_gives_its_place_back)
+{
+    struct tide_breaker *b = new_breaker((struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .probes = 1});
+    tide_breaker_forgo(b, 0); /* ACTIVE: nothing to give back */
+    ck_assert(tide_breaker_admit(b, 0, 0.5));
+    tide_breaker_failure(b, 0);
+    ck_assert(tide_breaker_admit(b, TIDE_SEC(5), 0.5));
+    ck_assert(!tide_breaker_admit(b, TIDE_SEC(5), 0.5));
+    tide_breaker_forgo(b, TIDE_SEC(5));
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_RECOVERING);
+    ck_assert(tide_breaker_admit(b, TIDE_SEC(5), 0.5));
+    ck_assert(!tide_breaker_admit(b, TIDE_SEC(5), 0.5));
+    /* twice for one probe, or with none out: never below none */
+    tide_breaker_forgo(b, TIDE_SEC(5));
+    tide_breaker_forgo(b, TIDE_SEC(5));
+    ck_assert(tide_breaker_admit(b, TIDE_SEC(5), 0.5));
+    ck_assert(!tide_breaker_admit(b, TIDE_SEC(5), 0.5));
+    tide_breaker_success(b, TIDE_SEC(5));
+    ck_assert_int_eq(tide_breaker_state(b), TIDE_BREAKER_ACTIVE);
+    tide_breaker_forgo(NULL, 0);
+    tide_breaker_free(b);
+}
+END_TEST
+
 START_TEST(recovering_success_returns_to_active)
 {
     struct tide_breaker *b = new_breaker((struct tide_breaker_options){
@@ -362,6 +390,7 @@ static Suite *breaker_suite(void)
     tcase_add_test(tc, starts_active_refusing_nothing);
     tcase_add_test(tc, manual_deactivate_holds_until_activate);
     tcase_add_test(tc, recovering_bounds_probes);
+    tcase_add_test(tc, forgone_probe_gives_its_place_back);
     tcase_add_test(tc, retry_after_is_the_rest_of_the_cooldown);
     tcase_add_test(tc, recovering_success_returns_to_active);
     tcase_add_test(tc, recovering_failure_returns_to_inactive);

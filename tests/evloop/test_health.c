@@ -3,6 +3,7 @@
 #include "fixture.h"
 
 #include <string.h>
+#include <time.h>
 
 static bool first_is_replaced(void)
 {
@@ -50,6 +51,11 @@ static bool checking_one(void)
     return fx->n_held_checks == 1;
 }
 
+static bool checking_three(void)
+{
+    return fx->n_held_checks == 3;
+}
+
 START_TEST(resource_in_a_check_counts_as_live_not_idle)
 {
     struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
@@ -77,6 +83,62 @@ START_TEST(resource_in_a_check_counts_as_live_not_idle)
     answer_check(true);
     ck_assert(run_until_answered(b, 1000));
     ck_assert_ptr_eq(b->resource, f);
+}
+END_TEST
+
+/* The factory's answer to two held checks, from a timer of the test's own:
+ * it comes due in the same loop pass as the next health round. */
+static void answer_two_checks(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    answer_check(true);
+    answer_check(true);
+}
+
+/* A check's answer frees an idle resource that a queued caller is owed;
+ * the pump that hands it over runs after whatever the loop pass already
+ * holds. A health round due in that pass must leave it to the pump, not
+ * take it into a second check (the caller would wait a round for
+ * nothing). Made deterministic: the loop is kept from running until both
+ * the answer's timer and the round's are due, and libevent runs due
+ * timers in deadline order, so the answer comes first, then the round,
+ * then the pump. */
+START_TEST(round_in_the_pass_of_a_checks_answer_leaves_a_waiter_its_own)
+{
+    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 3),
+                                    .health_interval = TIDE_MS(100)};
+    fixture_pool(&o);
+    fx->hold_checks = true;
+    struct answer *a = acquired();
+    struct answer *b = acquired();
+    struct answer *c = acquired();
+    release(a);
+    release(b);
+    release(c);
+    ck_assert(run_until(checking_three, 1000)); /* the first round */
+    struct answer *w = acquire(0, NULL);
+    run_ms(2);
+    ck_assert_int_eq(w->calls, 0); /* all three are in checks */
+    struct event *answer = evtimer_new(fx->base, answer_two_checks, NULL);
+    struct timeval soon = {.tv_usec = 1000};
+    evtimer_add(answer, &soon);
+    /* past both: the answer's timer (1 ms) and the round's (100 ms) */
+    struct timespec nap = {.tv_nsec = 150 * 1000000};
+    nanosleep(&nap, NULL);
+    ck_assert_int_eq(fx->checks, 3);
+    ck_assert_int_eq(event_base_loop(fx->base, EVLOOP_ONCE), 0);
+    event_free(answer);
+    /* the round ran in that pass: of the two back from their checks, it
+     * took one into a new check and left the other to the waiter */
+    ck_assert_int_eq(fx->checks, 4);
+    ck_assert_int_eq(w->calls, 1);
+    ck_assert_int_eq(w->status, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.checking, 2);
+    ck_assert_int_eq(s.lent, 1);
+    ck_assert_int_eq(s.idle, 0);
 }
 END_TEST
 
@@ -190,6 +252,8 @@ static Suite *health_suite(void)
     tcase_add_test(tc, health_check_destroys_and_replaces_up_to_min);
     tcase_add_test(tc, health_check_keeps_a_good_one_idle);
     tcase_add_test(tc, resource_in_a_check_counts_as_live_not_idle);
+    tcase_add_test(
+        tc, round_in_the_pass_of_a_checks_answer_leaves_a_waiter_its_own);
     tcase_add_test(tc, failed_check_while_a_waiter_waits_makes_another);
     tcase_add_test(tc, close_waits_for_a_check_in_flight);
     tcase_add_test(tc, check_answered_after_free_destroys_the_resource);
