@@ -112,8 +112,10 @@
  *   - the bufferevent's read event, which watches the socket the whole
  *     time the connection reads, idle or lent: while it is added and not
  *     made active by a poll whose callback is still to run, nothing that
- *     reached the socket before the loop's last poll is unread, and a close
- *     libevent read has stopped it;
+ *     reached the socket before the loop's last poll is unread (but the
+ *     rest of a burst larger than one of libevent's reads, 4 KiB in 2.1,
+ *     which the next poll reports: an answer's rest, which its borrower
+ *     reads before release), and a close libevent read has stopped it;
  *   - the borrower: it releases after reading its whole answer (its
  *     protocol knows where the answer ends), with reading left on. A
  *     connection given back with reading off (disabled, or held at a
@@ -122,7 +124,7 @@
  *     tickets and key updates waiting there). A borrower that reads the
  *     socket itself (not through the bufferevent) turns the bufferevent's
  *     reading back on before release only when its last read left nothing
- *     behind (a short read, or its answer's end known); otherwise it leaves
+ *     behind (it came short of the room it was given); otherwise it leaves
  *     reading off and the factory looks.
  * A connection never lent yet is looked at before its first loan (a server
  * that speaks first); that is its make's last step, not the lend path.
