@@ -241,6 +241,7 @@ struct counters {
     uint64_t reset_failures;
     uint64_t retired;
     uint64_t abandoned;
+    uint64_t stale_loans;
 };
 
 /* A timer that is armed only while there is work for it. */

@@ -630,6 +630,8 @@ struct client {
     bool raw;
     struct event urd;  /* raw: EV_READ, persistent, response_tv of silence */
     struct px_buf uin; /* raw: read, not parsed yet */
+    bool drained;      /* raw: the last read came short of its room (the
+                          socket had no more) */
     http_parser resp_parser;
     struct chunk_scan resp_chunks; /* of a chunked response's body */
     bool resp_chunks_on;           /* ...being read */
@@ -643,6 +645,7 @@ struct client {
     bool upstream_reusable;
     bool awaiting; /* the request is whole upstream: its silence counts */
     bool retried;
+    bool stale_retried; /* sent again once after a stale connection */
     /* why rs_headers_done refused the response's head, or NULL */
     const char *resp_refused;
     bool resp_name_space; /* a space came in one of its field names */
@@ -661,6 +664,9 @@ enum give {
                      nothing the upstream did */
     GIVE_DISCARD, /* the upstream failed: a connect or read error, a reset,
                      a bad, cut or late response */
+    GIVE_STALE,   /* closed before any byte of the response came: the
+                     upstream closed it a moment before (stale), unless it
+                     was new; give_back says which */
 };
 
 /* What an orphaned exchange may still read to save its connection; a
@@ -783,7 +789,7 @@ static void client_kill(struct client *c);
 static bool client_orphan(struct client *c);
 static void client_next(struct client *c);
 static void start_exchange(struct client *c);
-static void give_back(struct client *c, enum give how);
+static bool give_back(struct client *c, enum give how);
 
 /* The Connection header of an answer to the client: close when the
  * connection ends after it; keep-alive to an HTTP/1.0 client that keeps
@@ -1204,8 +1210,8 @@ static void body_flush(struct client *c)
     if (n == 0)
         return;
     upstream_write(c, px_buf_data(&c->req), n);
-    if (!c->retry_outgrown && !c->retried && !c->any_byte &&
-        idempotent(c->method)) {
+    if (!c->retry_outgrown && !(c->retried && c->stale_retried) &&
+        !c->any_byte && idempotent(c->method)) {
         if (px_buf_size(&c->retry_body) + n <= RETRY_MAX) {
             px_buf_add(&c->retry_body, px_buf_data(&c->req), n);
         } else {
@@ -1276,6 +1282,7 @@ static void request_head(struct client *c)
         return;
     }
     c->retried = false;
+    c->stale_retried = false;
     c->retry_outgrown = false;
     px_buf_clear(&c->retry_body);
     start_exchange(c);
@@ -1585,18 +1592,23 @@ static const http_parser_settings response_settings = {
  * response is whole and the upstream keeps it, else destroyed, telling the
  * pool whose doing the end was, since its breaker and backoff judge the
  * upstream by it. */
-static void give_back(struct client *c, enum give how)
+static bool give_back(struct client *c, enum give how)
 {
     bool keep = how == GIVE_RELEASE;
+    bool stale = false;
     if (!c->ub)
-        return;
+        return false;
     bufferevent_setcb(c->ub, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(c->ub, NULL, NULL);
     if (c->raw) {
         /* back as lent: the bufferevent reading, its event added before
          * ours is removed, so the descriptor's read interest never leaves
-         * epoll (no epoll_ctl either way) */
-        if (keep && !(bufferevent_get_enabled(c->ub) & EV_READ))
+         * epoll (no epoll_ctl either way). Reading on tells the factory
+         * nothing was left in the socket (<tidepool/tls.h>): so only when
+         * the last read came short of its room; after a full one there
+         * may be more, and reading stays off for the factory to look. */
+        if (keep && c->drained &&
+            !(bufferevent_get_enabled(c->ub) & EV_READ))
             bufferevent_enable(c->ub, EV_READ);
         event_del(&c->urd);
         px_buf_clear(&c->uin);
@@ -1618,9 +1630,17 @@ static void give_back(struct client *c, enum give how)
         c->px->stats.discarded++;
         (void)tide_group_discard(c->px->group, c->up, c->ub);
         break;
+    case GIVE_STALE:
+        stale = tide_group_stale(c->px->group, c->up, c->ub) == TIDE_STALE;
+        if (stale)
+            c->px->stats.stale++;
+        else
+            c->px->stats.discarded++;
+        break;
     }
     c->ub = NULL;
     c->up = NULL;
+    return stale;
 }
 
 static bool idempotent(unsigned method)
@@ -1635,14 +1655,23 @@ static void client_pump(struct client *c);
 static void exchange_failed(struct client *c, const char *why)
 {
     if (c->orphan) {
-        give_back(c, GIVE_DISCARD); /* read for nobody, but it failed */
+        /* read for nobody, but it failed */
+        (void)give_back(c, c->any_byte ? GIVE_DISCARD : GIVE_STALE);
         client_kill(c);
         return;
     }
-    bool again = !c->any_byte && !c->retried && idempotent(c->method);
-    give_back(c, GIVE_DISCARD);
+    /* No byte of the response came: on a connection that served before,
+     * the upstream had closed it a moment before (stale, no failure of
+     * its own), and an idempotent request goes again at once, once, as
+     * it does once after a failure */
+    bool stale = give_back(c, c->any_byte ? GIVE_DISCARD : GIVE_STALE);
+    bool again = !c->any_byte && idempotent(c->method) &&
+                 !(stale ? c->stale_retried : c->retried);
     if (again && !c->retry_outgrown) {
-        c->retried = true;
+        if (stale)
+            c->stale_retried = true;
+        else
+            c->retried = true;
         c->px->stats.retries++;
         start_exchange(c);
         client_pump(c); /* the rest of its body, as it comes */
@@ -1824,7 +1853,9 @@ static void on_upstream_readable(evutil_socket_t fd, short what, void *arg)
         /* as much as there is room for: level-triggered, the loop comes
          * back for the rest */
         px_buf_reserve(&c->uin, 16384);
-        ssize_t n = recv(fd, c->uin.p + c->uin.len, c->uin.cap - c->uin.len, 0);
+        size_t room = c->uin.cap - c->uin.len;
+        ssize_t n = recv(fd, c->uin.p + c->uin.len, room, 0);
+        c->drained = n >= 0 && (size_t)n < room;
         if (n < 0 &&
             (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
@@ -1900,6 +1931,7 @@ static void send_upstream(struct client *c)
     short both = EV_READ | EV_WRITE;
     if ((bufferevent_get_enabled(c->ub) & both) != both)
         bufferevent_enable(c->ub, both);
+    c->drained = false;
     c->raw = !bufferevent_openssl_get_ssl(c->ub) &&
              evbuffer_get_length(bufferevent_get_input(c->ub)) == 0;
     /* a body to come: the upstream's silence counts once it is all there
