@@ -22,10 +22,11 @@
  *   make        ns per take -> made -> give cycle whose resource leaves
  *   ready+ward, make+ward: the same with all four guards in front
  * and the bytes the pool allocates per resource slot. Then the curve at
- * 10, 1,000, 10,000, 100,000 and 1,000,000 resources with the whole pool
- * lent and given back in shuffled order, beside a naive pool doing the same
- * (see "the whole pool out and back" below):
- *   shuffled    ns per take + give
+ * 10, 1,000, 10,000, 100,000 and 1,000,000 resources, each beside a naive
+ * pool doing the same (see "the whole pool out and back" below):
+ *   pingpong    ns per take -> give, one taken and given straight back
+ *   shuffled    ns per take + give, the whole pool lent and given back in
+ *               shuffled order (a burst)
  *
  * Then shared loans: the ready cycle with streams 16 beside streams 1, at
  * 10, 1,000 and 100,000 resources (see "shared loans" below):
@@ -36,12 +37,14 @@
  * repetitions alternate, so a noisy neighbour hits both alike, and each
  * pair runs at its own stack offset (see loop_shifted).
  *
- * Usage: bench_core [--quick] [--curve] [--shared]
- *   --quick: about 1/20 of the time, for CI; --curve: the shuffled curve
- *   alone; --shared: the shared loans alone
+ * Usage: bench_core [--quick] [--curve] [--shared] [--cpu]
+ *   --quick: about 1/20 of the time, for CI; --curve: the curve (pingpong
+ *   and shuffled) alone; --shared: the shared loans alone; --cpu: time
+ *   with the thread's CPU clock rather than the monotonic one, for a
+ *   machine shared with other work (see timer)
  * Goal: within 2x of the floor, flat across sizes, <= 48 bytes a slot;
- * shuffled within 2x of the naive pool at every size; streams 16 within
- * 1.5x of streams 1. */
+ * pingpong and shuffled within 2x of the naive pool at every size; streams
+ * 16 within 1.5x of streams 1. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +68,18 @@ static const size_t sizes[] = {10, 1000, 100000};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 /* ---- plumbing ---- */
+
+/* What the repetitions are timed with: CLOCK_MONOTONIC, or with --cpu the
+ * thread's CPU clock, which leaves out the time the thread was not running
+ * (a machine shared with other work preempts a repetition half-way, and
+ * the wall clock charges that to whichever side was running). Set once in
+ * main, before anything is timed. */
+static clockid_t timer = CLOCK_MONOTONIC;
+
+static int64_t timer_ns(void)
+{
+    return bench_clock(timer);
+}
 
 static void die(const char *what, long long got)
 {
@@ -452,10 +467,10 @@ struct loop {
 static double loop_once(struct loop *l, uint64_t rounds)
 {
     uint64_t cycles = 0;
-    int64_t t0 = bench_mono_ns();
+    int64_t t0 = timer_ns();
     for (uint64_t i = 0; i < rounds; i++)
         cycles += l->round(&l->run);
-    int64_t t1 = bench_mono_ns();
+    int64_t t1 = timer_ns();
     return (double)(t1 - t0) / (double)cycles;
 }
 
@@ -504,9 +519,9 @@ static void loop_calibrate(struct loop *l, double target)
 {
     uint64_t rounds = 1;
     for (;;) {
-        int64_t t0 = bench_mono_ns();
+        int64_t t0 = timer_ns();
         (void)loop_once(l, rounds);
-        double took = (double)(bench_mono_ns() - t0);
+        double took = (double)(timer_ns() - t0);
         if (took >= target / 8 || rounds >= (UINT64_C(1) << 40)) {
             double want = (double)rounds * target / (took > 1.0 ? took : 1.0);
             l->rounds = want >= 1.0 ? (uint64_t)want : 1;
@@ -648,7 +663,13 @@ static double shared_table(double target)
  * allocated one by one and made in a shuffled order, so neither their
  * addresses nor their slots follow the order they come back in.
  *
- * Beside it, the naive pool at the same n and the same pattern: an array
+ * Pingpong, the other end: the same pool of n, all idle, and one caller
+ * taking a resource and giving it straight back, PINGPONG_CYCLES times a
+ * round. LIFO lends the same one each time, so its cell and its record stay
+ * in cache at any n: what is left is the work of a take and a give, with
+ * the map holding n (the cell it probes is the one n keys hashed around).
+ *
+ * Beside each, the naive pool at the same n and the same pattern: an array
  * stack of idle pointers (each with the index of its record, so a take
  * needs no lookup) and an open-addressed identity hash, pointer -> record
  * index, linear probing, at most half full, the key stored in the cell. A
@@ -665,6 +686,9 @@ static const size_t spread_sizes[] = {10, 1000, 10000, 100000, 1000000};
 #define SPREAD_ORDER_MAX 64
 #define SPREAD_ORDER_B   ((size_t)32 << 20) /* bytes for the orders */
 #define SPREAD_ITEM_B    32                 /* bytes of a fake resource */
+#define PINGPONG_CYCLES  64                 /* take -> give, a round */
+
+enum pattern { PATTERN_PINGPONG, PATTERN_SHUFFLED };
 
 enum naive_state { NAIVE_IDLE, NAIVE_LENT };
 
@@ -805,15 +829,20 @@ static void spread_shuffle(void **v, size_t n, uint64_t *rng)
 }
 
 /* The same resources and orders for both sides (same seed). */
-static void spread_setup(struct spread *s, size_t n, bool pool)
+static void spread_setup(struct spread *s, size_t n, enum pattern pattern,
+                         bool pool)
 {
     memset(s, 0, sizeof *s);
     s->n = n;
     s->rng = UINT64_C(0x9E3779B97F4A7C15);
     uint64_t shuffle = UINT64_C(0x2545F4914F6CDD1D);
     s->items = malloc(n * sizeof *s->items);
-    size_t orders = SPREAD_ORDER_B / (n * sizeof(void *));
-    s->norders = orders < SPREAD_ORDER_MIN   ? SPREAD_ORDER_MIN
+    /* pingpong gives back what it took: one order, never read */
+    size_t orders = pattern == PATTERN_PINGPONG
+                        ? 1
+                        : SPREAD_ORDER_B / (n * sizeof(void *));
+    s->norders = pattern == PATTERN_PINGPONG  ? 1
+                 : orders < SPREAD_ORDER_MIN ? SPREAD_ORDER_MIN
                  : orders > SPREAD_ORDER_MAX ? SPREAD_ORDER_MAX
                                              : orders;
     s->orders = malloc(s->norders * n * sizeof *s->orders);
@@ -905,6 +934,40 @@ static uint64_t naive_spread_round(struct spread *s)
     return s->n;
 }
 
+static uint64_t pool_pingpong_round(struct spread *s)
+{
+    int64_t now = s->now;
+    uint64_t rng = s->rng;
+    for (size_t j = 0; j < PINGPONG_CYCLES; j++) {
+        now += STEP;
+        struct tide_taken t = tide_pool_take(s->pool, now, bench_roll(&rng));
+        if (t.answer != TIDE_READY)
+            die("pingpong: take did not answer READY", t.answer);
+        if (tide_pool_give(s->pool, t.item, now) != 1)
+            die("pingpong: give did not keep", 0);
+    }
+    s->now = now;
+    s->rng = rng;
+    return PINGPONG_CYCLES;
+}
+
+static uint64_t naive_pingpong_round(struct spread *s)
+{
+    int64_t now = s->now;
+    uint64_t rng = s->rng;
+    for (size_t j = 0; j < PINGPONG_CYCLES; j++) {
+        now += STEP;
+        void *item = naive_take(s->naive, now, bench_roll(&rng));
+        if (!item)
+            die("naive pingpong: take had none idle", 0);
+        if (naive_give(s->naive, item, now) != 1)
+            die("naive pingpong: give did not keep", 0);
+    }
+    s->now = now;
+    s->rng = rng;
+    return PINGPONG_CYCLES;
+}
+
 struct spread_loop {
     struct spread s;
     uint64_t (*round)(struct spread *s);
@@ -915,10 +978,10 @@ struct spread_loop {
 static double spread_once(struct spread_loop *l, uint64_t rounds)
 {
     uint64_t cycles = 0;
-    int64_t t0 = bench_mono_ns();
+    int64_t t0 = timer_ns();
     for (uint64_t i = 0; i < rounds; i++)
         cycles += l->round(&l->s);
-    int64_t t1 = bench_mono_ns();
+    int64_t t1 = timer_ns();
     return (double)(t1 - t0) / (double)cycles;
 }
 
@@ -927,9 +990,9 @@ static void spread_calibrate(struct spread_loop *l, double target)
 {
     uint64_t rounds = 1;
     for (;;) {
-        int64_t t0 = bench_mono_ns();
+        int64_t t0 = timer_ns();
         (void)spread_once(l, rounds);
-        double took = (double)(bench_mono_ns() - t0);
+        double took = (double)(timer_ns() - t0);
         if (took >= target / 8 || rounds >= (UINT64_C(1) << 40)) {
             double want = (double)rounds * target / (took > 1.0 ? took : 1.0);
             l->rounds = want >= 1.0 ? (uint64_t)want : 1;
@@ -941,12 +1004,15 @@ static void spread_calibrate(struct spread_loop *l, double target)
 
 /* Measures one size of the curve and prints it; returns the ratio. The
  * pool's and the naive pool's repetitions alternate, as in row(). */
-static double spread_row(size_t n, double target)
+static double spread_row(enum pattern pattern, size_t n, double target)
 {
-    struct spread_loop lp = {.round = pool_spread_round};
-    struct spread_loop ln = {.round = naive_spread_round};
-    spread_setup(&lp.s, n, true);
-    spread_setup(&ln.s, n, false);
+    bool ping = pattern == PATTERN_PINGPONG;
+    struct spread_loop lp = {.round = ping ? pool_pingpong_round
+                                           : pool_spread_round};
+    struct spread_loop ln = {.round = ping ? naive_pingpong_round
+                                           : naive_spread_round};
+    spread_setup(&lp.s, n, pattern, true);
+    spread_setup(&ln.s, n, pattern, false);
     spread_calibrate(&lp, target);
     spread_calibrate(&ln, target);
     for (int i = 0; i < REPS; i++) {
@@ -956,7 +1022,8 @@ static double spread_row(size_t n, double target)
     double pn = bench_median(lp.ns, REPS);
     double nn = bench_median(ln.ns, REPS);
     double ratio = pn / nn;
-    printf("%-11s %7zu %9.2f %9.2f %7.2f%s\n", "shuffled", n, pn, nn, ratio,
+    printf("%-11s %7zu %9.2f %9.2f %7.2f%s\n", ping ? "pingpong" : "shuffled",
+           n, pn, nn, ratio,
            ratio > RATIO_GOAL ? "  over 2x" : "");
     fflush(stdout);
     spread_dispose(&lp.s);
@@ -1059,7 +1126,7 @@ static double bytes_table(const struct bytes *b)
 int main(int argc, char **argv)
 {
     double target = 2e8; /* ns per repetition: about 1 s a figure */
-    bool curve_only = false, shared_only = false;
+    bool curve_only = false, shared_only = false, cpu = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             target = 1e7;
@@ -1067,12 +1134,18 @@ int main(int argc, char **argv)
             curve_only = true;
         } else if (strcmp(argv[i], "--shared") == 0) {
             shared_only = true;
+        } else if (strcmp(argv[i], "--cpu") == 0) {
+            cpu = true;
+            timer = CLOCK_THREAD_CPUTIME_ID;
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--curve] [--shared]\n",
+            fprintf(stderr,
+                    "usage: %s [--quick] [--curve] [--shared] [--cpu]\n",
                     argv[0]);
             return 2;
         }
     }
+    if (cpu)
+        printf("timed with the thread's CPU clock (--cpu)\n\n");
     struct bytes b = bytes_measure(); /* first: see above */
     if (shared_only) {
         double r = shared_table(target);
@@ -1097,27 +1170,29 @@ int main(int argc, char **argv)
                 }
         printf("\n");
     }
-    printf("the whole pool out, then back in shuffled order: ns per "
-           "take+give, median of %d;\nnaive = array stack + identity hash + "
-           "a state and stamp a record; goal ratio <= %.0f\n\n",
+    printf("one taken and given straight back (pingpong), and the whole pool "
+           "out, then back\nin shuffled order: ns per take+give, median of "
+           "%d; naive = array stack +\nidentity hash + a state and stamp a "
+           "record; goal ratio <= %.0f\n\n",
            REPS, RATIO_GOAL);
     printf("%-11s %7s %9s %9s %7s\n", "cycle", "size", "pool ns", "naive ns",
            "ratio");
     double worst_spread = 0.0;
-    for (size_t i = 0; i < NSPREAD; i++) {
-        double r = spread_row(spread_sizes[i], target);
-        if (r > worst_spread)
-            worst_spread = r;
-    }
+    for (int pt = PATTERN_PINGPONG; pt <= PATTERN_SHUFFLED; pt++)
+        for (size_t i = 0; i < NSPREAD; i++) {
+            double r = spread_row((enum pattern)pt, spread_sizes[i], target);
+            if (r > worst_spread)
+                worst_spread = r;
+        }
     if (curve_only) {
-        printf("\nworst shuffled ratio %.2f (goal <= %.0f)\n", worst_spread,
+        printf("\nworst curve ratio %.2f (goal <= %.0f)\n", worst_spread,
                RATIO_GOAL);
         return 0;
     }
     printf("\n");
     double worst_shared = shared_table(target);
     double bytes = bytes_table(&b);
-    printf("\nworst ratio %.2f (goal <= %.0f), worst shuffled ratio %.2f "
+    printf("\nworst ratio %.2f (goal <= %.0f), worst curve ratio %.2f "
            "(goal <= %.0f),\nworst shared ratio %.2f (goal <= %.1f), worst "
            "bytes a slot %.1f (goal <= %.0f)\n",
            worst, RATIO_GOAL, worst_spread, RATIO_GOAL, worst_shared,

@@ -60,6 +60,7 @@ TIDE__NOINLINE static void idle_compact(struct tide_pool *p)
     }
     p->idle_bottom = 0;
     p->idle_top = to;
+    p->pushed_place = NIL; /* places written: see idle_push */
 }
 
 /* A take fetches the slot of the idle one PREFETCH_AHEAD places under the
@@ -90,6 +91,7 @@ static TIDE__INLINE void idle_prefetch(struct tide_pool *p)
 void tide__pool_idle_unlink(struct tide_pool *p, uint32_t i)
 {
     *stack_at(p, p->slots[i].link) = NIL;
+    p->pushed_place = NIL;
     p->idle_count--;
     tide__pool_idle_trim(p);
 }
@@ -258,7 +260,9 @@ int tide_pool_new(const struct tide_limits *limits,
     if (!p)
         return TIDE_ENOMEM;
     p->limits = tide_limits_resolve(l);
+    p->idle_most = p->limits.idle;
     p->free_head = NIL;
+    p->pushed_place = NIL;
     p->reserved = (struct list){NIL, NIL};
     absent_guards(p);
     tide__itemmap_init(&p->map);
@@ -311,15 +315,36 @@ static int64_t spread_life(const struct tide_pool *p, double roll)
     return life - (int64_t)((double)life * share);
 }
 
-/* Lends the head of the idle list, known fresh. */
+/* The end of a take whose pop left a hole on top, or none idle: the ends
+ * are stepped (see idle_pop) out of line, on that rare path only, so the
+ * common take makes no call and needs no frame. */
+TIDE__NOINLINE static struct tide_taken lent_trimming(struct tide_pool *p,
+                                                      void *item)
+{
+    tide__pool_idle_trim(p);
+    return answer(TIDE_READY, item, 0, TIDE_GUARD_NONE);
+}
+
+/* Lends the head of the idle stack, known fresh: idle_pop, with the trim
+ * left to the end. The item comes from the push that put it there when
+ * that was the last write to its place (see pushed_place): a resource
+ * given back and taken again at once is then answered as soon as the top
+ * is known, where the slot number and the slot are a chain of loads
+ * behind the map lookup of its give. */
 static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
 {
-    struct slot *s = &p->slots[idle_pop(p)];
-    idle_prefetch(p);
+    uint32_t place = p->idle_top - 1;
+    struct slot *s = &p->slots[*stack_at(p, place)];
+    void *item = place == p->pushed_place ? p->pushed_item : s->item;
     s->link = LENT;
     s->since = now;
     p->busy_count++;
-    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+    p->idle_top = place;
+    if (--p->idle_count == 0 || *stack_at(p, place - 1) == NIL)
+        return lent_trimming(p, item); /* no fetch ahead: rare */
+    idle_prefetch(p); /* after the count: it reads below the new top */
+    /* answer()'s, spelt out: GCC 12 builds it here in six instructions */
+    return (struct tide_taken){.answer = TIDE_READY, .item = item};
 }
 
 /* The newest idle one, past keep or life: out of the pool and the count,
@@ -470,9 +495,9 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
     if (p->detour || p->breaker.state == TIDE_BREAKER_INACTIVE)
         return take_detour(p, now, roll);
-    if (p->idle_count == 0)
+    if (p->idle_top == 0) /* none idle: see struct tide_pool */
         return tide__pool_take_new(p, now, roll);
-    if (expired(p, &p->slots[idle_newest(p)], now) ||
+    if (may_be_expired(p, &p->slots[idle_newest(p)], now) ||
         !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
         return tide__pool_take_slow(p, now, roll);
     return lend(p, now);
@@ -532,6 +557,7 @@ TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
     struct slot *s = &p->slots[i];
     if (idle_full(p))
         idle_compact(p);
+    p->pushed_place = NIL; /* places written below */
     uint32_t at = p->idle_top; /* where i goes: the walk moves it down */
     uint32_t hole = NIL;
     for (; at > p->idle_bottom; at--) {
@@ -725,13 +751,13 @@ TIDE__NOINLINE int tide__pool_give_compacting(struct tide_pool *p, uint32_t i,
                                               int64_t now)
 {
     idle_compact(p);
-    return give_idle(p, i, now);
+    return give_idle(p, i, p->slots[i].item, now);
 }
 
 TIDE__NOINLINE int tide__pool_idle_or_leave(struct tide_pool *p, uint32_t i,
                                             uint32_t at, int64_t now)
 {
-    return idle_or_leave(p, i, at, now);
+    return idle_or_leave(p, i, p->slots[i].item, at, now);
 }
 
 /* give, once the slot and its map cell are known: every case. */
@@ -749,7 +775,7 @@ TIDE__NOINLINE static int give_found(struct tide_pool *p, uint32_t i,
         unhold(p, i); /* back at its place by rest time */
         return 1;
     }
-    return idle_or_leave(p, i, at, now);
+    return idle_or_leave(p, i, s->item, at, now);
 }
 
 /* give of a pointer the pool does not know: adopted, then given. */
@@ -778,7 +804,7 @@ int tide_pool_give(struct tide_pool *p, void *item, int64_t now)
         return s->link == SHARED ? tide__pool_give_shared(p, i, at, now)
                                  : give_found(p, i, at, now);
     p->busy_count--; /* tide__pool_end_loan, with no ticket to settle */
-    return idle_or_leave(p, i, at, now);
+    return idle_or_leave(p, i, item, at, now);
 }
 
 uint32_t tide_pool_slot(const struct tide_pool *p, const void *item)
@@ -815,7 +841,7 @@ int tide_pool_give_at(struct tide_pool *p, uint32_t slot, void *item,
     p->busy_count--; /* tide__pool_end_loan, with no ticket to settle */
     if (idle_full(p))
         return tide__pool_give_compacting(p, slot, now);
-    return give_idle(p, slot, now);
+    return give_idle(p, slot, item, now);
 }
 
 int tide_pool_drop(struct tide_pool *p, void *item, int64_t now)
@@ -855,6 +881,7 @@ size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
         if (i != NIL && expired(p, &p->slots[i], now)) {
             out[k++] = p->slots[i].item;
             *stack_at(p, place) = NIL; /* the ends are trimmed after */
+            p->pushed_place = NIL;
             p->idle_count--;
             tide__pool_slot_release(p, i);
         }
@@ -869,6 +896,7 @@ size_t tide_pool_close(struct tide_pool *p, void **out, size_t n)
     if (!p)
         return 0;
     p->closed = p->detour = true;
+    p->idle_most = 0; /* keeps nothing given back */
     if (!out)
         return 0;
     size_t k = 0;

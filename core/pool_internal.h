@@ -72,8 +72,16 @@ struct tide_pool {
      * the oldest are read directly; both are 0 while none is. */
     uint32_t idle_bottom;
     uint32_t idle_top;
+    /* The place the last push went to and the item it pushed, or NIL once
+     * a place has been written otherwise (see idle_push): a take from that
+     * place, the newest idle one lent right after it came back, answers
+     * this item without waiting on the slot number pushed there, which the
+     * give found in the map, nor on the slot. */
+    uint32_t pushed_place;
+    void *pushed_item;
     struct list reserved; /* head: oldest reservation */
     int64_t idle_count;
+    int64_t idle_most; /* limits.idle, 0 once closed: what keeps() asks */
     int64_t busy_count;     /* resources lent, held and reserved */
     int64_t held_count;     /* of those, held: no shedder ticket */
     int64_t reserved_count; /* of those, reserved */
@@ -121,13 +129,18 @@ static inline bool idle_full(const struct tide_pool *p)
     return p->idle_top == p->capacity;
 }
 
-/* Puts slot i on the top, the newest idle one; the stack is not full. */
-static TIDE__INLINE void idle_push(struct tide_pool *p, uint32_t i)
+/* Puts slot i, holding item, on the top, the newest idle one; the stack
+ * is not full. Only a push writes pushed_place; whatever else writes a
+ * place (a removal, a compaction, an unhold) sets it to NIL, so while it
+ * names a place, the slot there holds pushed_item. */
+static TIDE__INLINE void idle_push(struct tide_pool *p, uint32_t i, void *item)
 {
     uint32_t place = p->idle_top++;
     *stack_at(p, place) = i;
     p->slots[i].link = place;
     p->idle_count++;
+    p->pushed_place = place;
+    p->pushed_item = item;
 }
 
 /* Takes the newest idle one off the top; one must be idle. */
@@ -191,6 +204,19 @@ static inline bool expired(const struct tide_pool *p, const struct slot *s,
            tide__elapsed(s->since, now) >= p->limits.keep;
 }
 
+/* Whether expired may say yes, asked with two comparisons and no more: a
+ * take's fast path asks this, and leaves a yes to the slow path, which
+ * asks expired. The unsigned difference now - since is below keep for
+ * nearly every fresh one, and then it has not rested keep: the limits make
+ * keep at least 1, and where now > since the difference is the elapsed
+ * time, or past INT64_MAX, where both are at least keep. */
+static inline bool may_be_expired(const struct tide_pool *p,
+                                  const struct slot *s, int64_t now)
+{
+    return now >= s->dies ||
+           (uint64_t)now - (uint64_t)s->since >= (uint64_t)p->limits.keep;
+}
+
 /* Out of the idle stack in one of the states (lent, shared, held ...):
  * they are the values from HELD_DRAINED up to NIL, which no place in the
  * stack reaches. For a slot the map found. */
@@ -216,17 +242,19 @@ static inline struct tide_taken answer(enum tide_answer a, void *item,
     return (struct tide_taken){.answer = a, .guard = guard, .item = item};
 }
 
-/* Whether a resource given back now is kept idle. */
+/* Whether a resource given back now is kept idle: the pool is not closed
+ * and fewer than limits.idle are, asked as one comparison. */
 static inline bool keeps(const struct tide_pool *p)
 {
-    return !p->closed && p->idle_count < p->limits.idle;
+    return p->idle_count < p->idle_most;
 }
 
-/* Keeps slot i idle, the newest: 1, give's answer. */
-static TIDE__INLINE int give_idle(struct tide_pool *p, uint32_t i, int64_t now)
+/* Keeps slot i, holding item, idle, the newest: 1, give's answer. */
+static TIDE__INLINE int give_idle(struct tide_pool *p, uint32_t i, void *item,
+                                  int64_t now)
 {
     p->slots[i].since = now;
-    idle_push(p, i);
+    idle_push(p, i, item);
     return 1;
 }
 
@@ -234,11 +262,11 @@ static TIDE__INLINE int give_idle(struct tide_pool *p, uint32_t i, int64_t now)
 int tide__pool_give_compacting(struct tide_pool *p, uint32_t i, int64_t now);
 int tide__pool_give_shifting(struct tide_pool *p, uint32_t at);
 
-/* The end of a give whose loan is settled: the resource becomes the idle
- * head (1) or leaves the books (0). No call but a tail one, so the common
- * give stays a leaf. */
+/* The end of a give whose loan is settled: the resource (item, in slot i)
+ * becomes the idle head (1) or leaves the books (0). No call but a tail
+ * one, so the common give stays a leaf. */
 static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
-                                      uint32_t at, int64_t now)
+                                      void *item, uint32_t at, int64_t now)
 {
     if (!keeps(p)) {
         slot_free(p, i); /* first: then nothing is live across the erase */
@@ -248,7 +276,7 @@ static TIDE__INLINE int idle_or_leave(struct tide_pool *p, uint32_t i,
     }
     if (idle_full(p))
         return tide__pool_give_compacting(p, i, now);
-    return give_idle(p, i, now);
+    return give_idle(p, i, item, now);
 }
 
 /* ---- pool.c, for pool_shared.c ---- */

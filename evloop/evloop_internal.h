@@ -248,6 +248,7 @@ struct counters {
     uint64_t retired;
     uint64_t abandoned;
     uint64_t broken;
+    uint64_t stale_loans;
 };
 
 /* A timer that is armed only while there is work for it. */
@@ -492,10 +493,13 @@ enum loan_end {
     LOAN_FAILED,    /* discard: the backend's failure */
     LOAN_SERVED,    /* retire: it served, and must not be reused */
     LOAN_ABANDONED, /* abandon: the borrower gave it up; no outcome */
+    LOAN_STALE,     /* stale: closed before any byte was answered; no
+                       outcome unless a first loan died young */
 };
-/* One loan of lent conn i ends (release, discard, retire or abandon);
- * the last one back does what an exclusive loan's end does. Returns 0;
- * conn i may be gone after. */
+/* One loan of lent conn i ends (release, discard, retire, abandon or
+ * stale); the last one back does what an exclusive loan's end does.
+ * Returns 0, or TIDE_STALE for a loan taken for stale; conn i may be gone
+ * after. */
 int tide__shared_end(struct tide_evpool *p, uint32_t i, enum loan_end how);
 /* How many waiters at the queue's head the makes in flight cover: one
  * each, or with streams > 1 as many as a new resource carries (a make

@@ -342,6 +342,7 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->loans = tide_pool_loans(p->core);
     out->busiest = tide_pool_busiest(p->core);
     out->broken = c->broken;
+    out->stale_loans = c->stale_loans;
     struct waits recent;
     tide__recent_merge(&p->recent, now, &recent);
     out->recent_p50 = tide__waits_quantile(&recent, 0.50);

@@ -822,14 +822,14 @@ static int give_back(struct tide_group *g, struct tide_group_upstream *u,
     if (!u->pool || u->lent <= 0)
         return TIDE_EUNKNOWN;
     int rc = end(u->pool, resource);
-    if (rc)
+    if (rc < 0)
         return rc;
     enter(g);
     u->lent--;
     slot_free(g, clock_ns());
     if (leave(g))
         upstream_maybe_free(u);
-    return 0;
+    return rc; /* 0, or tide_evpool_stale's TIDE_STALE */
 }
 
 int tide_group_release(struct tide_group *g, struct tide_group_upstream *u,
@@ -854,6 +854,12 @@ int tide_group_abandon(struct tide_group *g, struct tide_group_upstream *u,
                        void *resource)
 {
     return give_back(g, u, resource, tide_evpool_abandon);
+}
+
+int tide_group_stale(struct tide_group *g, struct tide_group_upstream *u,
+                     void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_stale);
 }
 
 /* ---- stats ---- */
@@ -900,6 +906,7 @@ static void add_stats(struct tide_evpool_stats *t,
     t->reset_failures += s->reset_failures;
     t->retired += s->retired;
     t->abandoned += s->abandoned;
+    t->stale_loans += s->stale_loans;
     t->wait_p50 = max64(t->wait_p50, s->wait_p50);
     t->wait_p90 = max64(t->wait_p90, s->wait_p90);
     t->wait_p99 = max64(t->wait_p99, s->wait_p99);

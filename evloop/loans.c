@@ -277,7 +277,8 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
     return 0;
 }
 
-/* Destroys a lent resource, after telling the ward how its loan ended. */
+/* Destroys a lent resource, after telling the ward how its loan ended.
+ * Returns 0, TIDE_STALE for a loan taken for stale, or the error. */
 static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
 {
     if (!p)
@@ -289,7 +290,19 @@ static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
     if (p->shared)
         return tide__shared_end(p, i, how);
     tide__evpool_now(p);
-    if (how == LOAN_ABANDONED) {
+    if (how == LOAN_STALE) {
+        /* The peer closed a connection that served (or lived past
+         * UNTRIED_SPAN) a moment before the exchange: nothing the backend
+         * did wrong, and the borrower may go again at once. Only a first
+         * loan dying young counts: as a failed make, the make's own
+         * outcome. */
+        if (!tide__conn_settle(p, i, true)) {
+            p->counters.stale_loans++;
+            rc = TIDE_STALE;
+        }
+        if (p->factory.stale)
+            p->factory.stale(resource, p->factory.arg);
+    } else if (how == LOAN_ABANDONED) {
         /* The borrower's reasons say nothing of the backend. A first loan
          * leaves its make with no outcome, for the breaker or the backoff:
          * the destroy below settles it so (tide__conn_remove), a probe
@@ -305,7 +318,7 @@ static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
             tide__report(p, served);
     }
     tide__conn_destroy(p, i);
-    return 0;
+    return rc;
 }
 
 int tide_evpool_discard(struct tide_evpool *p, void *resource)
@@ -321,6 +334,11 @@ int tide_evpool_retire(struct tide_evpool *p, void *resource)
 int tide_evpool_abandon(struct tide_evpool *p, void *resource)
 {
     return end_lent(p, resource, LOAN_ABANDONED);
+}
+
+int tide_evpool_stale(struct tide_evpool *p, void *resource)
+{
+    return end_lent(p, resource, LOAN_STALE);
 }
 
 int tide_evpool_lost(struct tide_evpool *p, void *resource)

@@ -74,6 +74,7 @@ int tide__shared_end(struct tide_evpool *p, uint32_t i, enum loan_end how)
     else
         tide__evpool_now(p);
     bool last = c->out == 1;
+    int rc = 0;
     switch (how) {
     case LOAN_RELEASED:
         released(p, i, last);
@@ -94,13 +95,25 @@ int tide__shared_end(struct tide_evpool *p, uint32_t i, enum loan_end how)
         p->counters.abandoned++;
         drain(p, i);
         break;
+    case LOAN_STALE:
+        /* the peer closed it a moment before the exchange: gone for every
+         * loan, and no failure (as for an exclusive one); only a first
+         * loan dying young counts, as a failed make */
+        if (!share_of(p, i).broken && !tide__conn_settle(p, i, true)) {
+            p->counters.stale_loans++;
+            rc = TIDE_STALE;
+        }
+        if (p->factory.stale)
+            p->factory.stale(c->resource, p->factory.arg);
+        drain(p, i);
+        break;
     }
     c->out--;
     if (c->out > 0) {
         /* others are out: the core ends this one and keeps the resource */
         (void)tide_pool_give_at(p->core, c->slot, tide__conn_key(i), p->now);
         tide__serve_schedule(p); /* its room may serve a waiter */
-        return 0;
+        return rc;
     }
     p->lent--;
     struct tide_share s = share_of(p, i);
@@ -109,10 +122,10 @@ int tide__shared_end(struct tide_evpool *p, uint32_t i, enum loan_end how)
          * in the core, so no shared loan is taken from it */
         (void)tide_pool_alone(p->core, tide__conn_key(i));
         tide__aside_start(p, i, ASIDE_RESET);
-        return 0;
+        return rc;
     }
     tide__conn_give(p, i); /* idle, or destroyed: broken, drained, closing */
-    return 0;
+    return rc;
 }
 
 /* The record of a resource this pool made, or an error. */

@@ -7,7 +7,7 @@
  * fuzzer's bytes say (fuzz_cuts.h), and the two are interleaved: a
  * piece of the client's, then one of the origin's, written to the newest
  * upstream connection a request began on (dropped while there is none).
- * Then the origin shuts its connections, the client its sending side, and
+ * Then the origin shuts its connections, the client resets its own, and
  * the proxy, group and pool are freed, all within the one input.
  *
  * The input:
@@ -28,7 +28,8 @@
  *   byte but for the hop-by-hop ones and those the proxy sets (Host,
  *   X-Forwarded-For, Expect, the framing);
  * - a request the proxy must refuse (HTTP/1.1 without Host, two Hosts,
- *   HTTP/1.0 with Transfer-Encoding, a Content-Length past max_body)
+ *   HTTP/1.0 with Transfer-Encoding, a Content-Length past max_body, a
+ *   version other than 1.x)
  *   never reaches the origin;
  * - the client's bytes parse as responses (the last one may be cut by
  *   the close), each status of three digits, one final response a
@@ -73,7 +74,7 @@ struct field {
 
 struct msg {
     unsigned method;
-    unsigned short minor;
+    unsigned short major, minor;
     int status;
     bool complete, chunked, head_done, bad_lines;
     size_t url; /* offset in text, or SIZE_MAX */
@@ -95,6 +96,10 @@ struct reading {
     bool overflow;
     bool last_was_value;
     const char *last_end; /* end of the last head byte seen */
+    /* the last thing seen was an empty value, which the parser hands at
+     * the start of the line after it: last_end is past its CRLF */
+    bool last_empty;
+    const char *input_end; /* of the bytes being parsed */
     /* for responses: the requests' methods, to know a HEAD's */
     const struct reading *requests;
     size_t finals;
@@ -156,6 +161,7 @@ static int on_begin(http_parser *p)
     m->url = SIZE_MAX;
     r->last_was_value = true;
     r->last_end = NULL;
+    r->last_empty = false;
     return 0;
 }
 
@@ -169,6 +175,7 @@ static int on_url(http_parser *p, const char *at, size_t n)
         text_more(m, at, n);
     }
     ((struct reading *)p->data)->last_end = at + n;
+    ((struct reading *)p->data)->last_empty = false;
     return 0;
 }
 
@@ -176,6 +183,11 @@ static int on_field(http_parser *p, const char *at, size_t n)
 {
     struct reading *r = p->data;
     struct msg *m = cur(p);
+    /* a response's fields are not checked, and have no limit at the
+     * proxy: past MAX_FIELDS of them the parse stopped, and its bytes
+     * were taken for unreadable */
+    if (p->type == HTTP_RESPONSE)
+        return 0;
     if (r->last_was_value) {
         struct field *f = m->head_done ? m->trailers : m->fields;
         size_t *nf = m->head_done ? &m->ntrailers : &m->nfields;
@@ -193,8 +205,10 @@ static int on_field(http_parser *p, const char *at, size_t n)
         f->value = text_add(m, "", 0);
     }
     r->last_was_value = false;
-    if (!m->head_done)
+    if (!m->head_done) {
         r->last_end = at + n;
+        r->last_empty = false;
+    }
     return 0;
 }
 
@@ -202,10 +216,14 @@ static int on_value(http_parser *p, const char *at, size_t n)
 {
     struct reading *r = p->data;
     struct msg *m = cur(p);
+    if (p->type == HTTP_RESPONSE)
+        return 0; /* as on_field */
     text_more(m, at, n);
     r->last_was_value = true;
-    if (!m->head_done)
+    if (!m->head_done) {
         r->last_end = at + n;
+        r->last_empty = n == 0;
+    }
     return 0;
 }
 
@@ -215,6 +233,7 @@ static int on_headers_done(http_parser *p)
     struct msg *m = cur(p);
     m->head_done = true;
     m->method = p->method;
+    m->major = p->http_major;
     m->minor = p->http_minor;
     m->status = (int)p->status_code;
     m->chunked = (p->flags & F_CHUNKED) != 0;
@@ -225,9 +244,14 @@ static int on_headers_done(http_parser *p)
             if ((*q == '\n' && (q == m->head_at || q[-1] != '\r')) ||
                 (*q == '\r' && q[1] != '\n'))
                 m->bad_lines = true;
-        /* past the last value, or the url's " HTTP/1.x" when no field */
+        /* past the last value, or the url's " HTTP/1.x" when no field (a
+         * line without it is HTTP/0.9 to the parser, and its end is
+         * anywhere: not read past the input) */
         const char *end = r->last_end + (m->nfields ? 0 : 9);
-        if (memcmp(end, "\r\n\r\n", 4) != 0)
+        size_t tail = r->last_empty ? 2 : 4; /* its own CRLF is behind */
+        if (end + tail > r->input_end ||
+            (!m->nfields && memcmp(r->last_end, " HTTP/", 6) != 0) ||
+            memcmp(end, "\r\n\r\n", tail) != 0)
             m->bad_lines = true;
     }
     if (r->requests && p->type == HTTP_RESPONSE && m->status >= 200) {
@@ -276,6 +300,7 @@ static enum http_errno parse(struct reading *r, enum http_parser_type type,
     http_parser p;
     http_parser_init(&p, type);
     p.data = r;
+    r->input_end = len ? s + len : s; /* s is NULL when nothing came */
     size_t done = http_parser_execute(&p, &settings, s, len);
     if (HTTP_PARSER_ERRNO(&p) == HPE_OK && done == len && eof)
         http_parser_execute(&p, &settings, NULL, 0);
@@ -389,9 +414,12 @@ static bool absolute_form(const char *url)
     return url[0] != '/' && url[0] != '*' && strstr(url, "://") != NULL;
 }
 
-/* What the client sent that the proxy must refuse (RFC 9112 3.2, 6.1). */
+/* What the client sent that the proxy must refuse (RFC 9112 2.3, 3.2,
+ * 6.1). */
 static bool must_refuse(const struct msg *m)
 {
+    if (m->major != 1)
+        return true;
     size_t hosts = count(m, "host");
     if (hosts > 1 || (hosts == 0 && m->minor >= 1))
         return true;
@@ -405,7 +433,7 @@ static bool must_refuse(const struct msg *m)
 
 static void check_well_formed(const struct msg *f)
 {
-    if (f->bad_lines || f->minor != 1 || f->url == SIZE_MAX)
+    if (f->bad_lines || f->major != 1 || f->minor != 1 || f->url == SIZE_MAX)
         abort();
     if (count(f, "host") != 1 || count(f, "x-forwarded-for") != 1 ||
         count(f, "expect") != 0)
@@ -677,17 +705,25 @@ static void run(const struct tide_fuzz_cuts *cl,
     settle();
     origin_read(&o);
     client_read(cfd, &answer, &answer_len, &answer_cap, &client_eof);
-    /* the client is done sending, then the proxy stops */
-    shutdown(cfd, SHUT_WR);
+    /* the client leaves, then the proxy stops. It leaves with a reset,
+     * not a FIN: a FIN (or the proxy's close first) leaves a TIME_WAIT
+     * on a loopback port for 60 s, a thousand an input second, and
+     * within half a minute no port was left to bind (px_new failed, and
+     * so did the listeners of anything else on the machine). The proxy
+     * reads an end either way (client_gone); nothing it sends after it
+     * is for the client, which has read all there was: what it got ends
+     * there, as at a close. */
+    setsockopt(cfd, SOL_SOCKET, SO_LINGER,
+               &(struct linger){.l_onoff = 1, .l_linger = 0},
+               sizeof(struct linger));
+    close(cfd);
+    client_eof = true;
     settle();
     origin_read(&o);
-    client_read(cfd, &answer, &answer_len, &answer_cap, &client_eof);
     px_free(px);
     tide_group_free(g);
     settle();
     origin_read(&o);
-    client_read(cfd, &answer, &answer_len, &answer_cap, &client_eof);
-    close(cfd);
     if (o.destroyed != o.made)
         abort(); /* each connection made ends once */
     for (size_t i = 0; i < o.made; i++)

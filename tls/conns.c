@@ -122,7 +122,6 @@ void tide__net_conns_dispose(struct tide_tcp_factory *f)
     free(t->slots);
     t->slots = NULL;
     t->cap = t->n = 0;
-    tide__net_rounds_dispose(f);
 }
 
 void tide__net_hand_over(struct bufferevent *bev)

@@ -217,14 +217,10 @@ struct tide_tcp_factory {
     struct tide_tls_factory *tls; /* the layer above, when this is the TCP
                                      part of a TLS factory */
     struct tide__net_conns conns;
-    /* watch.c: the loop's rounds. `round` is activated (highest priority)
-     * by a clean release check and ends the round when it runs, after the
-     * callbacks the loop has queued and before it polls again; `rounds`
-     * counts the rounds ended. */
-    struct event round;
-    bool round_assigned;
-    bool round_open; /* activated, not run yet */
-    uint64_t rounds;
+    /* watch.c: counts the loans of this factory's connections that ended
+     * stale; a connection idle since before the last one is looked at
+     * before its next loan */
+    uint64_t stale_epoch;
     struct tide__net_make *makes;
     struct tide__net_fail last;
     struct tide_net_stats stats;
@@ -269,13 +265,11 @@ struct tide__net_conn {
     bool idle;
     bool tls;
     bool closed; /* the release check found the peer gone (watch.c) */
-    /* the release check found it clean in round `checked_round` at the
-     * loop's cached time `checked_at` (watch.c: lending it again in the
-     * same round needs no second look at the socket) */
-    bool check_fresh; /* found clean, not watched yet */
-    bool checked;     /* ... and watched since */
-    uint64_t checked_round;
-    struct timeval checked_at;
+    bool served; /* lent before: alive() on one never lent looks at its
+                    socket (a server that speaks first) */
+    bool stirred; /* its watch was not quiet when it left idle: reading
+                     stopped or a poll's news unread (watch.c) */
+    uint64_t epoch; /* the factory's stale_epoch when it went idle */
 };
 
 /* Registers bev; NULL when out of memory. */
@@ -296,9 +290,7 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
                      void *arg);
 bool tide__net_alive(void *resource, void *arg);
 bool tide__net_reusable(void *resource, void *arg);
-/* The round marker's part of the factory's dispose: removed from the loop
- * and from libevent's debug tracking. */
-void tide__net_rounds_dispose(struct tide_tcp_factory *f);
+void tide__net_stale(void *resource, void *arg);
 
 /* ---- TLS ---- */
 

@@ -376,6 +376,7 @@ static void bind_hooks(struct tide_tcp_factory *f, struct tide_factory *out)
         .reusable = tide__net_reusable,
         .check = NULL,
         .watch = tide__net_watch,
+        .stale = tide__net_stale,
         .arg = f,
     };
 }

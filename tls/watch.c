@@ -12,20 +12,37 @@
  * never reach the read callback, so they never count as bytes. The raw socket
  * is never peeked for TLS: a ticket would look like data.
  *
- * The checks before lending and on release cannot wait for the loop: under
- * load a released connection goes to the next waiter before the watch ever
- * reads. So they look everywhere unread application data can sit: the
- * bufferevent's input buffer, the socket, and for TLS OpenSSL's own buffer
- * (a borrower reading through a high watermark leaves the rest of a record
- * there, decrypted, and libevent reads it only when the socket next becomes
- * readable: under the next borrower's reply).
+ * The checks before lending and on release ask the socket nothing while
+ * what the process already knows vouches for it (nginx and HAProxy lend on
+ * the same knowledge). What libevent read is in the input buffer; for TLS,
+ * what OpenSSL read is in its own buffer (SSL_has_pending) or its state (a
+ * close_notify received, a fatal error). What reached the socket since
+ * libevent last read it is told by the bufferevent's read event, which
+ * watches the socket the whole time it reads: a poll that found bytes, a
+ * FIN or a reset made it active, and its callback may not have run yet (a
+ * callback ahead of it in the same pass asks for the connection); a close
+ * libevent did read removed it (a socket bufferevent disables reading on
+ * EOF or an error, an OpenSSL one stops reading). So while that event is
+ * added and not active, nothing came since the last read that the loop has
+ * seen, and the socket holds nothing anyone could know of without asking
+ * it. Only when it says otherwise (stirred), or reading was off, does a
+ * check look at the socket: a peek for TCP, SSL_peek for TLS, which costs
+ * a call only on a connection where something did arrive.
  *
- * The check before lending looks at the socket only when the loop may have
- * polled since the release check found the connection clean: see `rounds`
- * below. */
+ * What no check can see (bytes or a close reaching the socket after the
+ * last poll) meets the borrower as the first thing it reads: a close before
+ * any byte of its exchange is answered is the stale loan the borrower
+ * reports (tide_evpool_stale), and then every connection idle at that
+ * moment is looked at once before its next loan (stale_epoch): the peer
+ * may have closed them the same way. A borrower that releases must have
+ * read its whole answer, as tls.h says; the input buffer, OpenSSL's buffer
+ * and reading switched off are what it can leave behind that a check
+ * sees.
+ */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/bufferevent_struct.h>
 #include <openssl/err.h>
 
 #include "net_internal.h"
@@ -62,6 +79,20 @@ static void on_idle_event(struct bufferevent *bev, short what, void *arg)
     lose(c, false);
 }
 
+/* Whether the bufferevent's read event waits on the socket with nothing to
+ * report: added (reading on, not held by a watermark, not stopped by a
+ * close libevent read) and not made active by a poll whose callback is
+ * still to run. libevent keeps these two facts in the event's flags
+ * (<event2/event_struct.h>, <event2/bufferevent_struct.h>) and offers no
+ * call that tells an active event from an added one: event_pending says
+ * EV_READ for both. */
+static bool reading_quiet(struct bufferevent *bev)
+{
+    short flags = bev->ev_read.ev_evcallback.evcb_flags;
+    return (flags & EVLIST_INSERTED) &&
+           !(flags & (EVLIST_ACTIVE | EVLIST_ACTIVE_LATER));
+}
+
 void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
                      void *arg)
 {
@@ -71,6 +102,9 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
     if (!c)
         return;
     if (!idle) {
+        /* read before hand_over enables reading again, which would hide
+         * that libevent stopped it on a close */
+        c->stirred = !reading_quiet(bev);
         c->idle = false;
         c->pool = NULL;
         tide__net_hand_over(bev);
@@ -78,11 +112,8 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
     }
     c->idle = true;
     c->pool = pool;
-    /* the round's answer stands only for the watch that follows the
-     * release check: not after a health check or anything else that had
-     * the connection out of the pool since */
-    c->checked = c->check_fresh;
-    c->check_fresh = false;
+    c->stirred = false;
+    c->epoch = f->stale_epoch;
     bufferevent_setcb(bev, on_idle_read, NULL, on_idle_event, c);
     bufferevent_set_timeouts(bev, NULL, NULL);
     bufferevent_setwatermark(bev, EV_READ, 0, 0);
@@ -165,90 +196,6 @@ static bool idle_data_kept(struct tide_tcp_factory *f, struct bufferevent *bev)
            (f->on_idle_data && f->on_idle_data(bev, f->idle_data_arg));
 }
 
-/* ---- rounds ----
- *
- * The process learns that a byte, a FIN or a reset reached an idle socket
- * in one of two ways only: by asking the socket (a peek, SSL_peek) or from
- * the loop's poll, which wakes the watch. A connection the release check
- * found clean and that is lent again before the loop polls is lent on what
- * that check saw. That is what a lend-time peek gives too, for the moment
- * it is made and no later: a byte landing between the check and the loan
- * is no different from one landing just after a lend-time peek, which no
- * check can see (the borrower's protocol copes with both, as an HTTP client
- * retries a request that meets a closing connection). Under load a
- * connection goes back and out again in the same round, so that loan skips
- * the socket (a recv a request on TCP), and keeps every look that costs no
- * call: the input buffer, and for TLS the session's state and the records
- * OpenSSL holds.
- *
- * For TLS as for TCP: the check's SSL_peek read what the socket had and
- * consumed the post-handshake records in it; until a poll reports the
- * socket, nobody reads the session again (the watch's read runs from the
- * poll's result), so OpenSSL's state and buffer are as the check left them.
- *
- * The round is marked by the factory's `round` event, not by libevent's
- * cached time alone: a base without EVENT_BASE_FLAG_PRECISE_TIMER caches a
- * CLOCK_MONOTONIC_COARSE reading (1 to 4 ms ticks), which many polls share.
- * The event is activated by a clean release check at the highest priority;
- * libevent runs its queues empty, highest priority first, before it polls
- * again, so the event runs after the callbacks already queued and before
- * any callback of the next poll, and counts the round as ended. A round cut
- * short (event_base_loopbreak or loopcontinue, a base with dispatch limits)
- * can leave callbacks queued ahead of it that run after the next poll: the
- * cached time, which every poll refreshes, must also be unchanged, so only
- * such a callback within the same clock tick is taken for the same round,
- * and outside the loop (where the cached time is read live) the socket is
- * always asked. */
-
-static void on_round_end(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct tide_tcp_factory *f = arg;
-    f->round_open = false;
-    f->rounds++;
-}
-
-/* c was found clean by its release check: noted with the round. */
-static void note_checked(struct tide__net_conn *c)
-{
-    struct tide_tcp_factory *f = c->f;
-    if (!f->round_assigned) {
-        event_assign(&f->round, f->base, -1, 0, on_round_end, f);
-        (void)event_priority_set(&f->round, 0);
-        f->round_assigned = true;
-    }
-    if (!f->round_open) {
-        event_active(&f->round, EV_TIMEOUT, 0);
-        f->round_open = true;
-    }
-    c->check_fresh = true;
-    c->checked_round = f->rounds;
-    event_base_gettimeofday_cached(f->base, &c->checked_at);
-}
-
-/* Whether the loop has not polled since c's release check found it clean. */
-static bool same_round(const struct tide__net_conn *c)
-{
-    const struct tide_tcp_factory *f = c->f;
-    if (!c->checked || c->checked_round != f->rounds || !f->round_open)
-        return false;
-    struct timeval now;
-    event_base_gettimeofday_cached(f->base, &now);
-    return now.tv_sec == c->checked_at.tv_sec &&
-           now.tv_usec == c->checked_at.tv_usec;
-}
-
-void tide__net_rounds_dispose(struct tide_tcp_factory *f)
-{
-    if (!f->round_assigned)
-        return;
-    event_del(&f->round);
-    event_debug_unassign(&f->round);
-    f->round_assigned = false;
-    f->round_open = false;
-}
-
 /* What a check finds on a connection. */
 enum verdict {
     USABLE, /* nothing unread, the peer still there: it can be lent */
@@ -260,7 +207,8 @@ enum verdict {
 };
 
 /* Non-blocking: what a check finds. With `look` false the socket is not
- * asked (the release check's answer stands: see rounds). */
+ * asked: only what the process holds (the input buffer, OpenSSL's buffer
+ * and state) is looked at. */
 static enum verdict usable(struct tide__net_conn *c, bool look)
 {
     struct tide_tcp_factory *f = c->f;
@@ -280,6 +228,7 @@ static enum verdict usable(struct tide__net_conn *c, bool look)
             return SSL_has_pending(ssl) ? DIRTY : CLOSED;
         if (!look && !SSL_has_pending(ssl))
             return USABLE;
+        f->stats.looks++;
         switch (tls_probe(ssl)) {
         case TLS_QUIET:
             return USABLE;
@@ -300,9 +249,11 @@ static enum verdict usable(struct tide__net_conn *c, bool look)
     }
     /* An EOF or reset libevent already read leaves the socket reading as
      * closed (peek 0), so the peek below sees it too, even while the event
-     * callback that reports it is still queued. */
+     * callback that reports it is still queued (libevent disabled reading
+     * then, so the check looks). */
     if (!look)
         return USABLE;
+    f->stats.looks++;
     int err;
     int peek = tide__net_sock_peek(fd, &err);
     if (peek < 0)
@@ -314,11 +265,18 @@ static enum verdict usable(struct tide__net_conn *c, bool look)
 
 bool tide__net_alive(void *resource, void *arg)
 {
-    struct tide__net_conn *c = tide__net_conn_find(arg, resource);
-    if (!c)
+    struct tide_tcp_factory *f = arg;
+    struct tide__net_conn *c = tide__net_conn_find(f, resource);
+    if (!c || c->closed)
         return false;
-    bool look = !same_round(c);
-    c->checked = false; /* lent or destroyed now: a check for each loan */
+    /* Looked at: a connection never lent (nothing read from it vouches
+     * for its socket: a server that speaks first; this is its make's
+     * last step, not the lend path), one whose watch was stirred, and one
+     * idle when a loan of this factory's ended stale. */
+    bool look = !c->served || c->stirred || c->epoch != f->stale_epoch;
+    c->served = true;
+    c->stirred = false;
+    c->epoch = f->stale_epoch;
     return usable(c, look) == USABLE;
 }
 
@@ -328,21 +286,32 @@ bool tide__net_reusable(void *resource, void *arg)
     /* a request half written would be finished by the next borrower's */
     if (!c || evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
         return false;
-    switch (usable(c, true)) {
+    c->served = true;
+    /* reading left on and quiet: everything that reached the socket before
+     * the last poll was read, and the borrower read its answer whole (or
+     * left the rest where the checks see it); otherwise (reading off, a
+     * watermark holding it, a poll's news not read yet) the socket is
+     * asked */
+    switch (usable(c, !reading_quiet(c->bev))) {
     case USABLE:
-        note_checked(c);
         return true;
     case CLOSED:
         /* The exchange was whole and the server then ended the connection
          * (an HTTP/1.0 answer, a keep-alive limit, an idle timeout): the
          * loan served, and refusing it here would count a failure of the
-         * backend's. It goes back unnoted, so the check before any lending
-         * asks the socket again, and the watch reports it lost from the
-         * loop. */
+         * backend's. It goes back marked, lent to nobody, and the watch
+         * reports it lost from the loop. */
         c->closed = true;
         return true;
     case DIRTY:
         return false;
     }
     return false;
+}
+
+void tide__net_stale(void *resource, void *arg)
+{
+    (void)resource;
+    struct tide_tcp_factory *f = arg;
+    f->stale_epoch++;
 }

@@ -255,6 +255,31 @@ static const struct headers *connection_names(struct headers *hs)
     return hs;
 }
 
+/* RFC 9112 5.1: no whitespace goes between a field's name and its colon,
+ * and a proxy removes any from a response before passing it on.
+ * libhttp-parser (built without HTTP_PARSER_STRICT, as Debian's is) takes
+ * spaces into a name, and frames by "Content-Length " or
+ * "Transfer-Encoding " all the same, while the name as written is none of
+ * the hop-by-hop ones: it went to the client beside the proxy's own
+ * framing (a 204 carried a length; an HTTP/1.0 client, read until the
+ * close, was told chunked). Cuts each name's trailing spaces (a NUL over
+ * the first: the rest of the string is dead text); false when a space is
+ * left inside one, or nothing but spaces was there (" : v", read after a
+ * bare CR), which is no field name (a token) at all. */
+static bool headers_trim_names(struct headers *hs)
+{
+    for (size_t i = 0; i < hs->n; i++) {
+        char *name = hs->text.p + hs->h[i].name;
+        size_t len = strlen(name);
+        while (len > 0 && name[len - 1] == ' ')
+            len--;
+        name[len] = '\0';
+        if (len == 0 || memchr(name, ' ', len))
+            return false;
+    }
+    return true;
+}
+
 /* Appends "name: value\r\n". */
 static void add_header(struct px_buf *b, const char *name, const char *value)
 {
@@ -579,7 +604,8 @@ struct client {
     bool req_begun;       /* a request's first byte was parsed, not its end */
     bool req_head_parsed; /* fields parsed from now on are trailers */
     bool req_too_big;
-    const char *refused; /* why rq_headers_done refused the head: 400 */
+    const char *refused; /* why rq_headers_done refused the head */
+    int refused_status;  /* ...with this status: 400, or 505 */
     bool retry_outgrown; /* the body outgrew RETRY_MAX: no retry */
     /* a chunked body's trailer fields, apart from the head */
     struct headers req_trailers;
@@ -604,6 +630,8 @@ struct client {
     bool raw;
     struct event urd;  /* raw: EV_READ, persistent, response_tv of silence */
     struct px_buf uin; /* raw: read, not parsed yet */
+    bool drained;      /* raw: the last read came short of its room (the
+                          socket had no more) */
     http_parser resp_parser;
     struct chunk_scan resp_chunks; /* of a chunked response's body */
     bool resp_chunks_on;           /* ...being read */
@@ -617,8 +645,10 @@ struct client {
     bool upstream_reusable;
     bool awaiting; /* the request is whole upstream: its silence counts */
     bool retried;
+    bool stale_retried; /* sent again once after a stale connection */
     /* why rs_headers_done refused the response's head, or NULL */
     const char *resp_refused;
+    bool resp_name_space; /* a space came in one of its field names */
     /* the client left while a small response was still coming: it is
      * read to its end for nobody (what is meant for the client is
      * dropped), so the connection goes back whole */
@@ -634,6 +664,9 @@ enum give {
                      nothing the upstream did */
     GIVE_DISCARD, /* the upstream failed: a connect or read error, a reset,
                      a bad, cut or late response */
+    GIVE_STALE,   /* closed before any byte of the response came: the
+                     upstream closed it a moment before (stale), unless it
+                     was new; give_back says which */
 };
 
 /* What an orphaned exchange may still read to save its connection; a
@@ -756,7 +789,7 @@ static void client_kill(struct client *c);
 static bool client_orphan(struct client *c);
 static void client_next(struct client *c);
 static void start_exchange(struct client *c);
-static void give_back(struct client *c, enum give how);
+static bool give_back(struct client *c, enum give how);
 
 /* The Connection header of an answer to the client: close when the
  * connection ends after it; keep-alive to an HTTP/1.0 client that keeps
@@ -791,12 +824,12 @@ static void client_write_error(struct client *c, int status, const char *reason,
         px_buf_printf(out, "%s\n", body);
 }
 
-/* Refuses the request being read with status (400, 408, 413, 414, 431)
- * and why, and closes the client once that is written: what is left of
- * the request cannot be told from what would follow it. An exchange its
- * body was going to is abandoned (half a request in it, through no fault
- * of the upstream); a client that has (part of) its answer already gets
- * no other, the close says it. */
+/* Refuses the request being read with status (400, 408, 413, 414, 431,
+ * 505) and why, and closes the client once that is written: what is left
+ * of the request cannot be told from what would follow it. An exchange
+ * its body was going to is abandoned (half a request in it, through no
+ * fault of the upstream); a client that has (part of) its answer already
+ * gets no other, the close says it. */
 static void client_refuse(struct client *c, int status, const char *why)
 {
     bool cut = c->state == C_EXCHANGING && c->head_sent;
@@ -810,6 +843,7 @@ static void client_refuse(struct client *c, int status, const char *why)
                            : status == 413 ? "Content Too Large"
                            : status == 414 ? "URI Too Long"
                            : status == 431 ? "Request Header Fields Too Large"
+                           : status == 505 ? "HTTP Version Not Supported"
                                            : "Bad Request",
                            NULL, why);
     c->state = C_FLUSHING;
@@ -902,6 +936,17 @@ static int rq_headers_done(http_parser *p)
 {
     struct client *c = p->data;
     c->method = p->method; /* its 400 too is framed for it */
+    c->refused_status = 400;
+    /* RFC 9112 2.3: this connection speaks HTTP/1.x. libhttp-parser
+     * takes "HTTP/2.0" or "HTTP/0.9" (and, built without
+     * HTTP_PARSER_STRICT, "HVTQ/2.0"), and the request went upstream as
+     * an HTTP/1.1 one, where an HTTP/1.0 one with Transfer-Encoding is
+     * refused: 505 for the version (RFC 9110 15.6.6; nginx's answer too) */
+    if (p->http_major != 1) {
+        c->refused = "the request's HTTP version is not 1.x";
+        c->refused_status = 505;
+        return -1;
+    }
     c->refused = head_refusal(c, p);
     if (c->refused)
         return -1; /* the parser stops: client_parse answers 400 */
@@ -1033,25 +1078,34 @@ static void build_request(struct client *c)
     px_buf_adds(r, absolute ? t.path : url ? url : "/");
     px_buf_add(r, " HTTP/1.1\r\n", 11);
     const struct headers *connection = c->req_connection;
-    const char *xff = NULL;
+    size_t xff_at = 0, xff_n = 0; /* the client's X-Forwarded-For lines */
     bool host = false;
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = header_name(hs, i);
-        if (hop_by_hop(connection, name))
-            continue;
+        /* Host and X-Forwarded-For are the proxy's to set, whatever the
+         * client's Connection lists: Host is the authority of the target
+         * (RFC 9112 3.2), a field for every recipient, which RFC 9110
+         * 7.6.1 forbids as a connection option; "Connection: host" had
+         * the upstream's name sent instead, another target than the
+         * client's. The client's X-Forwarded-For chain goes on before
+         * its address, as when no Connection names it. */
         if (!host && strcasecmp(name, "host") == 0) {
             host = true;
-            if (absolute) {
+            if (absolute)
                 add_authority(r, &t);
-                continue;
-            }
-        }
-        if (strcasecmp(name, "expect") == 0)
-            continue; /* answered by the proxy */
-        if (strcasecmp(name, "x-forwarded-for") == 0) {
-            xff = header_value(hs, i);
+            else
+                add_header(r, name, header_value(hs, i));
             continue;
         }
+        if (strcasecmp(name, "x-forwarded-for") == 0) {
+            if (xff_n++ == 0)
+                xff_at = i;
+            continue;
+        }
+        if (hop_by_hop(connection, name))
+            continue;
+        if (strcasecmp(name, "expect") == 0)
+            continue; /* answered by the proxy */
         add_header(r, name, header_value(hs, i));
     }
     if (!host && absolute) {
@@ -1061,11 +1115,16 @@ static void build_request(struct client *c)
         add_header(r, "Host",
                    strncmp(name, "tls://", 6) == 0 ? name + 6 : name);
     }
+    /* every line of the client's chain, in order, as one list (RFC 9110
+     * 5.3): the last line alone went on, the addresses before it lost */
     px_buf_add(r, "X-Forwarded-For: ", 17);
-    if (xff) {
-        px_buf_adds(r, xff);
-        px_buf_add(r, ", ", 2);
-    }
+    for (size_t i = xff_at; xff_n > 0; i++)
+        if (i == xff_at ||
+            strcasecmp(header_name(hs, i), "x-forwarded-for") == 0) {
+            px_buf_adds(r, header_value(hs, i));
+            px_buf_add(r, ", ", 2);
+            xff_n--;
+        }
     px_buf_adds(r, c->peer);
     px_buf_add(r, "\r\n", 2);
     if (c->req_chunked) {
@@ -1151,8 +1210,8 @@ static void body_flush(struct client *c)
     if (n == 0)
         return;
     upstream_write(c, px_buf_data(&c->req), n);
-    if (!c->retry_outgrown && !c->retried && !c->any_byte &&
-        idempotent(c->method)) {
+    if (!c->retry_outgrown && !(c->retried && c->stale_retried) &&
+        !c->any_byte && idempotent(c->method)) {
         if (px_buf_size(&c->retry_body) + n <= RETRY_MAX) {
             px_buf_add(&c->retry_body, px_buf_data(&c->req), n);
         } else {
@@ -1223,6 +1282,7 @@ static void request_head(struct client *c)
         return;
     }
     c->retried = false;
+    c->stale_retried = false;
     c->retry_outgrown = false;
     px_buf_clear(&c->retry_body);
     start_exchange(c);
@@ -1294,8 +1354,9 @@ static void client_parse(struct client *c)
             err = HPE_OK;
         }
         if (err != HPE_OK) {
-            client_refuse(c, 400, c->refused ? c->refused
-                                             : http_errno_description(err));
+            client_refuse(c, c->refused ? c->refused_status : 400,
+                          c->refused ? c->refused
+                                     : http_errno_description(err));
             return;
         }
         /* the whole head went in, yet libhttp-parser did not end it: it
@@ -1354,6 +1415,7 @@ static int rs_begin(http_parser *p)
     headers_clear(&c->resp_headers);
     c->reason = NO_VALUE;
     c->resp_refused = NULL;
+    c->resp_name_space = false;
     return 0;
 }
 
@@ -1369,7 +1431,10 @@ static int rs_status(http_parser *p, const char *at, size_t len)
 
 static int rs_field(http_parser *p, const char *at, size_t len)
 {
-    headers_field(&((struct client *)p->data)->resp_headers, at, len);
+    struct client *c = p->data;
+    headers_field(&c->resp_headers, at, len);
+    if (memchr(at, ' ', len))
+        c->resp_name_space = true; /* rs_headers_done sees to it */
     return 0;
 }
 
@@ -1393,6 +1458,11 @@ static int rs_headers_done(http_parser *p)
      * final answers (a status below 200 is not one) */
     if (status < 100) {
         c->resp_refused = "a status code of fewer than three digits";
+        return -1;
+    }
+    if (c->resp_name_space && !headers_trim_names(&c->resp_headers)) {
+        c->resp_refused = "a response header field's name with a space "
+                          "inside it, or of spaces only";
         return -1;
     }
     bool head = c->method == HTTP_HEAD;
@@ -1522,18 +1592,23 @@ static const http_parser_settings response_settings = {
  * response is whole and the upstream keeps it, else destroyed, telling the
  * pool whose doing the end was, since its breaker and backoff judge the
  * upstream by it. */
-static void give_back(struct client *c, enum give how)
+static bool give_back(struct client *c, enum give how)
 {
     bool keep = how == GIVE_RELEASE;
+    bool stale = false;
     if (!c->ub)
-        return;
+        return false;
     bufferevent_setcb(c->ub, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(c->ub, NULL, NULL);
     if (c->raw) {
         /* back as lent: the bufferevent reading, its event added before
          * ours is removed, so the descriptor's read interest never leaves
-         * epoll (no epoll_ctl either way) */
-        if (keep && !(bufferevent_get_enabled(c->ub) & EV_READ))
+         * epoll (no epoll_ctl either way). Reading on tells the factory
+         * nothing was left in the socket (<tidepool/tls.h>): so only when
+         * the last read came short of its room; after a full one there
+         * may be more, and reading stays off for the factory to look. */
+        if (keep && c->drained &&
+            !(bufferevent_get_enabled(c->ub) & EV_READ))
             bufferevent_enable(c->ub, EV_READ);
         event_del(&c->urd);
         px_buf_clear(&c->uin);
@@ -1555,9 +1630,17 @@ static void give_back(struct client *c, enum give how)
         c->px->stats.discarded++;
         (void)tide_group_discard(c->px->group, c->up, c->ub);
         break;
+    case GIVE_STALE:
+        stale = tide_group_stale(c->px->group, c->up, c->ub) == TIDE_STALE;
+        if (stale)
+            c->px->stats.stale++;
+        else
+            c->px->stats.discarded++;
+        break;
     }
     c->ub = NULL;
     c->up = NULL;
+    return stale;
 }
 
 static bool idempotent(unsigned method)
@@ -1572,14 +1655,23 @@ static void client_pump(struct client *c);
 static void exchange_failed(struct client *c, const char *why)
 {
     if (c->orphan) {
-        give_back(c, GIVE_DISCARD); /* read for nobody, but it failed */
+        /* read for nobody, but it failed */
+        (void)give_back(c, c->any_byte ? GIVE_DISCARD : GIVE_STALE);
         client_kill(c);
         return;
     }
-    bool again = !c->any_byte && !c->retried && idempotent(c->method);
-    give_back(c, GIVE_DISCARD);
+    /* No byte of the response came: on a connection that served before,
+     * the upstream had closed it a moment before (stale, no failure of
+     * its own), and an idempotent request goes again at once, once, as
+     * it does once after a failure */
+    bool stale = give_back(c, c->any_byte ? GIVE_DISCARD : GIVE_STALE);
+    bool again = !c->any_byte && idempotent(c->method) &&
+                 !(stale ? c->stale_retried : c->retried);
     if (again && !c->retry_outgrown) {
-        c->retried = true;
+        if (stale)
+            c->stale_retried = true;
+        else
+            c->retried = true;
         c->px->stats.retries++;
         start_exchange(c);
         client_pump(c); /* the rest of its body, as it comes */
@@ -1761,7 +1853,9 @@ static void on_upstream_readable(evutil_socket_t fd, short what, void *arg)
         /* as much as there is room for: level-triggered, the loop comes
          * back for the rest */
         px_buf_reserve(&c->uin, 16384);
-        ssize_t n = recv(fd, c->uin.p + c->uin.len, c->uin.cap - c->uin.len, 0);
+        size_t room = c->uin.cap - c->uin.len;
+        ssize_t n = recv(fd, c->uin.p + c->uin.len, room, 0);
+        c->drained = n >= 0 && (size_t)n < room;
         if (n < 0 &&
             (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
@@ -1837,6 +1931,7 @@ static void send_upstream(struct client *c)
     short both = EV_READ | EV_WRITE;
     if ((bufferevent_get_enabled(c->ub) & both) != both)
         bufferevent_enable(c->ub, both);
+    c->drained = false;
     c->raw = !bufferevent_openssl_get_ssl(c->ub) &&
              evbuffer_get_length(bufferevent_get_input(c->ub)) == 0;
     /* a body to come: the upstream's silence counts once it is all there
@@ -1996,6 +2091,11 @@ static void client_next(struct client *c)
         return;
     }
     c->state = C_READING;
+    /* the next request is answered as a GET until its head is parsed
+     * (rq_begin): a 400 or 408 to a head that never parses went without
+     * the body its Content-Length promised when the one before was a
+     * HEAD, and the client read on into whatever came next */
+    c->method = HTTP_GET;
     /* a body the exchange ended before: the rest is read for nobody */
     c->req_answered = !c->req_complete;
     c->req_complete = false;

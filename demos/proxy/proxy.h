@@ -97,7 +97,8 @@ void px_drain(struct px *p, px_drained_cb done, void *arg);
 struct px_stats {
     uint64_t requests;  /* requests read from clients */
     uint64_t responses; /* responses completed to clients */
-    uint64_t retries;   /* requests sent again after a stale connection */
+    uint64_t retries;   /* requests sent again on another connection
+                           after no byte of the response came */
     uint64_t errors_502;
     uint64_t errors_503;
     uint64_t errors_504;
@@ -107,6 +108,10 @@ struct px_stats {
     uint64_t discarded; /* upstream connections discarded: the upstream
                            failed (a connect or read error, a reset, a bad,
                            cut or late response) */
+    uint64_t stale;     /* upstream connections closed before any byte
+                           of the response, having served before: the
+                           upstream had closed them a moment before; no
+                           failure of its own (tide_group_stale) */
     uint64_t retired;   /* ended after a whole response the upstream
                            closes (Connection: close, a body until close):
                            the upstream's success */

@@ -23,6 +23,7 @@
     X(dirty, PRIu64, uint64_t)                                                 \
     X(retired, PRIu64, uint64_t)                                               \
     X(abandoned, PRIu64, uint64_t)                                             \
+    X(stale_loans, PRIu64, uint64_t)                                           \
     X(recent_p50, PRId64, int64_t)                                             \
     X(recent_p99, PRId64, int64_t)
 
@@ -38,6 +39,7 @@
     X(aborted, PRIu64, uint64_t)                                               \
     X(orphans, PRIu64, uint64_t)                                               \
     X(discarded, PRIu64, uint64_t)                                             \
+    X(stale, PRIu64, uint64_t)                                                 \
     X(retired, PRIu64, uint64_t)                                               \
     X(abandoned, PRIu64, uint64_t)                                             \
     X(accept_pauses, PRIu64, uint64_t)                                         \

@@ -52,6 +52,12 @@ static void fwd_watch(struct tide_evpool *pool, void *resource, bool idle,
     c->inner.watch(pool, resource, idle, c->inner.arg);
 }
 
+static void fwd_stale(void *resource, void *arg)
+{
+    struct tide_redis_client *c = arg;
+    c->inner.stale(resource, c->inner.arg);
+}
+
 static void wrap(struct tide_redis_client *c)
 {
     c->table = (struct tide_factory){
@@ -62,6 +68,7 @@ static void wrap(struct tide_redis_client *c)
         .reusable = c->inner.reusable ? fwd_reusable : NULL,
         .check = tide__redis_check,
         .watch = c->inner.watch ? fwd_watch : NULL,
+        .stale = c->inner.stale ? fwd_stale : NULL,
         .arg = c,
     };
 }

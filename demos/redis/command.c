@@ -15,8 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <sys/socket.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 
 #include "redis_internal.h"
 
@@ -33,6 +37,16 @@ struct tide__redis_batch {
     redisReader *reader;          /* while lent */
     struct event timer;
     bool timed;  /* timer pending */
+    /* A plain TCP connection's replies are read from its socket by the
+     * batch (raw), not through the bufferevent: libevent 2.1's
+     * evbuffer_read asks ioctl(FIONREAD) before every read, whatever the
+     * bufferevent's read limit, to size it; a recv into a buffer of our
+     * own is the read alone. The bufferevent still writes and reports
+     * write failures. TLS goes through it (OpenSSL reads the socket). */
+    bool raw;
+    bool drained;    /* raw: the last read came short of its room */
+    bool any_byte;   /* a byte of a reply came */
+    struct event rd; /* raw: EV_READ, persistent */
     bool keep;   /* the session is as the setup left it after the batch */
     size_t n;    /* commands */
     size_t done; /* answered */
@@ -57,7 +71,26 @@ enum loan_end {
     LOAN_RETIRE,  /* whole, but the session was changed: closed, and the
                      server did nothing wrong (a success for the breaker) */
     LOAN_DISCARD, /* a fault: closed, and a failure for the breaker */
+    LOAN_STALE,   /* closed by the server before any byte of a reply:
+                     stale when it had served (no failure), else a
+                     discard (tide_evpool_stale decides) */
 };
+
+/* Reading goes back to the bufferevent, as the connection was lent: its
+ * event added before ours is removed, so the socket's read interest never
+ * leaves epoll. Turned on only when the batch's last read left nothing in
+ * the socket (<tidepool/tls.h>: reading on tells the factory so); a
+ * connection going back after a full read is looked at by the factory. */
+static void raw_end(struct tide__redis_batch *b, bool keep)
+{
+    if (!b->raw)
+        return;
+    if (keep && b->drained && !(bufferevent_get_enabled(b->bev) & EV_READ))
+        bufferevent_enable(b->bev, EV_READ);
+    event_del(&b->rd);
+    event_debug_unassign(&b->rd);
+    b->raw = false;
+}
 
 /* Ends the loan, if any, as told. */
 static void end_loan(struct tide__redis_batch *b, enum loan_end how)
@@ -66,11 +99,17 @@ static void end_loan(struct tide__redis_batch *b, enum loan_end how)
     if (!b->bev)
         return;
     bufferevent_setcb(b->bev, NULL, NULL, NULL, NULL);
+    raw_end(b, how == LOAN_RELEASE);
     if (how == LOAN_RELEASE) {
         (void)tide_evpool_release(c->pool, b->bev);
     } else if (how == LOAN_RETIRE) {
         c->stats.retired++;
         (void)tide_evpool_retire(c->pool, b->bev);
+    } else if (how == LOAN_STALE &&
+               tide_evpool_stale(c->pool, b->bev) == TIDE_STALE) {
+        c->stats.stale++;
+    } else if (how == LOAN_STALE) {
+        c->stats.discarded++; /* a new connection's: counted as discard */
     } else {
         c->stats.discarded++;
         (void)tide_evpool_discard(c->pool, b->bev);
@@ -115,10 +154,12 @@ static void answer(struct tide__redis_batch *b, int status,
           s->arg);
 }
 
-/* The loan failed: the connection (if any) is discarded, the commands not
- * yet answered get code and message, and b is freed. Called from the
- * loop, inside enter/leave. */
-static void fail(struct tide__redis_batch *b, int code, const char *message)
+/* The loan failed: the connection (if any) is discarded (or given back
+ * stale: a close before any byte of a reply), the commands not yet
+ * answered get code and message, and b is freed. Called from the loop,
+ * inside enter/leave. */
+static void fail_as(struct tide__redis_batch *b, int code, const char *message,
+                    enum loan_end how)
 {
     struct tide_redis_client *c = b->client;
     char text[320];
@@ -126,10 +167,26 @@ static void fail(struct tide__redis_batch *b, int code, const char *message)
     snprintf(text, sizeof text, "%s",
              message ? message : tide_redis_strerror(code));
     retire(b);
-    end_loan(b, LOAN_DISCARD);
+    end_loan(b, how);
     while (b->done < b->n && !c->dying)
         answer(b, code, NULL, text);
     batch_free(b);
+}
+
+static void fail(struct tide__redis_batch *b, int code, const char *message)
+{
+    fail_as(b, code, message, LOAN_DISCARD);
+}
+
+/* The connection closed or broke under the batch (what: a bufferevent
+ * event): stale when no byte of a reply had come, else a failure. */
+static void fail_closed(struct tide__redis_batch *b, short what)
+{
+    char text[256];
+    int code = tide_net_event_error(b->bev, what, NULL, text, sizeof text);
+    bool closed = !(what & BEV_EVENT_TIMEOUT);
+    fail_as(b, code, text,
+            closed && !b->any_byte ? LOAN_STALE : LOAN_DISCARD);
 }
 
 /* ---- the exchange ------------------------------------------------------- */
@@ -149,7 +206,9 @@ static bool deliver(struct tide__redis_batch *b, redisReply *reply)
     /* the last one: nothing may follow it, neither in the reader nor in
      * the input buffer; a changed session goes whatever follows (the other
      * confirmations of a SUBSCRIBE to several channels, a MONITOR's
-     * stream): those bytes are its own, no fault of the server */
+     * stream): those bytes are its own, no fault of the server. Bytes
+     * still in the socket after a full raw read are the factory's to
+     * find (raw_end) */
     bool extra = tide__redis_reader_holds(b->reader) ||
                  evbuffer_get_length(bufferevent_get_input(b->bev)) > 0;
     retire(b);
@@ -160,15 +219,10 @@ static bool deliver(struct tide__redis_batch *b, redisReply *reply)
     return false;
 }
 
-static void on_read(struct bufferevent *bev, void *arg)
+/* Hands every whole reply the reader holds to its command. */
+static void replies(struct tide__redis_batch *b)
 {
-    struct tide__redis_batch *b = arg;
     struct tide_redis_client *c = b->client;
-    tide__redis_enter(c);
-    if (tide__redis_feed(b->reader, bufferevent_get_input(bev)) != 0) {
-        fail(b, TIDE_ENOMEM, NULL);
-        goto out;
-    }
     for (;;) {
         void *reply = NULL;
         if (redisReaderGetReply(b->reader, &reply) != REDIS_OK) {
@@ -180,20 +234,58 @@ static void on_read(struct bufferevent *bev, void *arg)
         if (!reply || !deliver(b, reply))
             break;
     }
-out:
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct tide__redis_batch *b = arg;
+    struct tide_redis_client *c = b->client;
+    tide__redis_enter(c);
+    b->any_byte = true;
+    if (tide__redis_feed(b->reader, bufferevent_get_input(bev)) != 0)
+        fail(b, TIDE_ENOMEM, NULL);
+    else
+        replies(b);
+    tide__redis_leave(c);
+}
+
+/* The most one raw read takes: replies larger come in several. */
+#define RAW_READ 16384
+
+static void on_raw_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct tide__redis_batch *b = arg;
+    struct tide_redis_client *c = b->client;
+    char buf[RAW_READ];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    tide__redis_enter(c);
+    if (n <= 0) {
+        /* errno is still recv's: the event's reading of it sees it */
+        fail_closed(b, BEV_EVENT_READING |
+                           (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR));
+    } else {
+        b->drained = (size_t)n < sizeof buf;
+        b->any_byte = true;
+        if (redisReaderFeed(b->reader, buf, (size_t)n) != REDIS_OK)
+            fail(b, TIDE_ENOMEM, NULL);
+        else
+            replies(b);
+    }
     tide__redis_leave(c);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
+    (void)bev;
     struct tide__redis_batch *b = arg;
     struct tide_redis_client *c = b->client;
-    char text[256];
-    int code = tide_net_event_error(bev, what, NULL, text, sizeof text);
-    if (code == 0) /* not a failure (CONNECTED): nothing to do */
-        return;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+        return; /* not a failure (CONNECTED): nothing to do */
     tide__redis_enter(c);
-    fail(b, code, text);
+    fail_closed(b, what);
     tide__redis_leave(c);
 }
 
@@ -223,8 +315,29 @@ static int start(struct tide__redis_batch *b, struct bufferevent *bev)
     b->reader = tide__redis_reader_take(c);
     if (!b->reader)
         return TIDE_ENOMEM;
-    bufferevent_setcb(bev, on_read, NULL, on_event, b);
-    if (bufferevent_write(bev, b->resp, b->len) != 0)
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    b->raw = fd >= 0 && !bufferevent_openssl_get_ssl(bev) &&
+             evbuffer_get_length(bufferevent_get_input(bev)) == 0;
+    if (b->raw) {
+        /* ours added before the bufferevent's read event is removed: the
+         * socket's read interest stays in epoll, no epoll_ctl */
+        event_assign(&b->rd, c->base, fd, EV_READ | EV_PERSIST, on_raw_read,
+                     b);
+        event_add(&b->rd, NULL);
+        bufferevent_disable(bev, EV_READ);
+        bufferevent_setcb(bev, NULL, NULL, on_event, b);
+    } else {
+        bufferevent_setcb(bev, on_read, NULL, on_event, b);
+    }
+    /* straight to the socket when nothing is queued before it on plain
+     * TCP (the proxy's way): the bufferevent writes what it did not take */
+    size_t sent = 0;
+    if (b->raw && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        ssize_t k = send(fd, b->resp, b->len, MSG_NOSIGNAL);
+        sent = k > 0 ? (size_t)k : 0;
+    }
+    if (sent < b->len && bufferevent_write(bev, b->resp + sent,
+                                           b->len - sent) != 0)
         return TIDE_ENOMEM;
     return 0;
 }
@@ -318,6 +431,7 @@ int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
     if (rc == 0) {
         if ((rc = start(b, bev)) != 0) {
             bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+            raw_end(b, false);
             (void)tide_evpool_discard(c->pool, bev);
             tide__redis_reader_give(c, b->reader, false);
             batch_free(b);
@@ -362,8 +476,10 @@ void tide__redis_batches_end(struct tide_redis_client *c)
         struct tide__redis_batch *b = c->batches;
         retire(b);
         /* not given back: the pool, freed next, destroys it */
-        if (b->bev)
+        if (b->bev) {
             bufferevent_setcb(b->bev, NULL, NULL, NULL, NULL);
+            raw_end(b, false);
+        }
         tide__redis_reader_give(c, b->reader, false);
         batch_free(b);
     }

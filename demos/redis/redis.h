@@ -6,7 +6,12 @@
  * connection back once the whole reply has been read and nothing else is
  * waiting on it; a connection that broke the protocol, timed out or was
  * closed under the command is discarded instead, so no reply ever reaches
- * the wrong command. hiredis's own asynchronous context is not used: in
+ * the wrong command (one the server closed before any byte of a reply,
+ * having served before, goes back stale: the server closed it a moment
+ * before, no failure of its own; the command still fails, and may be sent
+ * again). Over plain TCP the replies are read from the socket by the
+ * client itself, one recv a read: libevent 2.1's bufferevent asks
+ * ioctl(FIONREAD) before each of its reads. hiredis's own asynchronous context is not used: in
  * hiredis 0.14 it opens its own socket and cannot adopt a pooled one.
  *
  *   struct tide_redis_client *c;
@@ -201,6 +206,9 @@ struct tide_redis_stats {
     uint64_t failed;               /* answered with no reply */
     uint64_t timeouts;             /* ... of them timed out */
     uint64_t discarded;            /* connections given up after a fault */
+    uint64_t stale;                /* closed by the server before any byte
+                                      of a reply, having served before: no
+                                      fault (tide_evpool_stale) */
     uint64_t retired;              /* closed: a batch changed the session */
     uint64_t checks;               /* health-check PINGs */
     uint64_t check_failures;       /* ... that failed */

@@ -27,7 +27,9 @@
  * abandoned; evicted, closed or freed unused) settles its make with no
  * outcome, and a make that was a RECOVERING breaker's probe then gives the
  * probe's place back, so the next make probes. A resource that dies while
- * idle after that (a server closing idle connections) is no outcome. The
+ * idle after that (a server closing idle connections) is no outcome, and
+ * so is a loan that ends stale (tide_evpool_stale: it served before and
+ * failed by a close before any byte of its exchange was answered). The
  * top-up to `min` backs off after failed makes (the ward's backoff, or the
  * preset: 100 ms doubling to 1 s, jittered) even with no backoff in the
  * ward, so a server that accepts and closes at once, or speaks first, is
@@ -77,6 +79,9 @@ enum tide_evloop_error {
                                  or spoke first) or failed in it: counted
                                  as a failed make */
 };
+
+/* tide_evpool_stale's answer when the loan was stale: retry at once. */
+#define TIDE_STALE 1
 
 struct tide_evpool;
 struct tide_acquire; /* a pending acquire, cancellable */
@@ -129,6 +134,14 @@ struct tide_factory {
      * checked or destroyed. Report a loss with tide_evpool_lost. */
     void (*watch)(struct tide_evpool *pool, void *resource, bool idle,
                   void *arg);
+    /* Optional: a loan of resource ended stale (tide_evpool_stale): the
+     * peer had closed it before the borrower's exchange began. Told
+     * before the resource is destroyed, so a factory that lends on what it
+     * already knows rather than asking the peer (<tidepool/tls.h>) can
+     * look harder at what it holds idle: the peer may have closed others
+     * the same way, and the next loan must not be given one of them
+     * unlooked. */
+    void (*stale)(void *resource, void *arg);
     void *arg; /* borrowed; passed to every callback */
 };
 
@@ -274,7 +287,26 @@ TIDE_API int tide_evpool_retire(struct tide_evpool *p, void *resource);
  * reset, a bad or late answer). */
 TIDE_API int tide_evpool_abandon(struct tide_evpool *p, void *resource);
 
-/* ---- shared loans ------------------------------------------------------ */
+/* The stale connection: the borrower's exchange failed before any byte of
+ * it was answered, by a close (the request's write met a closed
+ * connection, or the first read found EOF or a reset; not a timeout: a
+ * backend that does not answer is failing). A connection that served
+ * before fails so when the server closed it a moment before, its close
+ * still on the way when the connection was lent (a server closing after
+ * each reply, or at its keep-alive limit or idle timeout): no fault of the
+ * backend's. Destroyed at once, and its place wakes a waiter.
+ *
+ * Returns TIDE_STALE (1) when the pool took it for stale: no outcome for
+ * the breaker or the backoff (counted in stats.stale_loans), the factory's
+ * stale hook told, and the borrower may retry at once on another
+ * connection (an idempotent request; the next loan is not handed a
+ * connection in the same state unlooked: see the hook). 0 when it was
+ * the connection's first loan within a second of its make: a server that
+ * accepts and closes, counted as a failed make as discard would (the
+ * backend failed; retry as after any failure). TIDE_EBUSY, TIDE_EUNKNOWN
+ * or TIDE_EINVAL as discard. A first loan on a connection older than that
+ * proved its make by living: stale. */
+TIDE_API int tide_evpool_stale(struct tide_evpool *p, void *resource);
 
 /* With limits.streams above 1 a resource carries up to that many loans at
  * once (a Redis connection pipelining, an HTTP/2 connection's streams): an
@@ -283,7 +315,7 @@ TIDE_API int tide_evpool_abandon(struct tide_evpool *p, void *resource);
  * preset) nothing here changes anything: every loan is alone.
  *
  * A loan is named by its resource and counted. acquire hands the same
- * pointer to several borrowers; release, discard, retire and abandon each
+ * pointer to several borrowers; release, discard, retire, abandon and stale
  * end one loan of it, and one more than are out answers TIDE_EBUSY. The
  * pool cannot tell which borrower's loan a call ends, so a second release
  * by one borrower while others hold the resource ends another's loan: the
@@ -303,9 +335,12 @@ TIDE_API int tide_evpool_abandon(struct tide_evpool *p, void *resource);
  *   retire    an accepted release, and the resource drains: no new loan,
  *             destroyed when its last loan is back.
  *   abandon   no outcome; it drains (an exchange was left half done).
+ *   stale     the peer closed it before answering: TIDE_STALE and no
+ *             outcome, as for an exclusive loan (a first loan dying young
+ *             is a failed make); it drains, for every loan.
  * The idle watch, health checks, alive() and reset run only on a resource
- * with no loan out; while it is being reset it takes no loan. An idle one lent again shared is watched no more; one
- * with loans is neither watched nor checked: the protocol layer sees its
+ * with no loan out; while it is being reset it takes no loan. One with
+ * loans is neither watched nor checked: the protocol layer sees its
  * failures (a read error, EOF with replies owed) and calls break.
  *
  * An exclusive loan (acquire_alone, try_acquire_alone): a resource with no
@@ -422,6 +457,9 @@ struct tide_evpool_stats {
     uint64_t reset_failures; /* resets answered not ok: destroyed */
     uint64_t retired;        /* lent ones given back by tide_evpool_retire */
     uint64_t abandoned;      /* loans given back by tide_evpool_abandon */
+    uint64_t stale_loans;    /* loans tide_evpool_stale took for stale: no
+                                outcome (its first loans that count as
+                                failed makes are in make_failures) */
     /* shared loans (streams > 1; with streams 1 loans = lent, busiest is
      * 0 or 1): live, idle and lent above count resources (connections) */
     int64_t loans;   /* loans out now, answers not yet delivered and

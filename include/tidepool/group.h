@@ -168,6 +168,13 @@ TIDE_API int tide_group_retire(struct tide_group *g,
 TIDE_API int tide_group_abandon(struct tide_group *g,
                                 struct tide_group_upstream *u, void *resource);
 
+/* Gives back one whose exchange failed by a close before any byte of it
+ * was answered, as tide_evpool_stale does: TIDE_STALE when upstream u's
+ * pool took it for stale (no outcome; retry at once, on any upstream), 0
+ * when it counted as a failed make, or the error. */
+TIDE_API int tide_group_stale(struct tide_group *g,
+                              struct tide_group_upstream *u, void *resource);
+
 /* ---- stats ------------------------------------------------------------ */
 
 struct tide_group_stats {

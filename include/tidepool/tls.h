@@ -37,8 +37,9 @@
  * A connection you are lent has no callbacks set, reading and writing enabled
  * and no timeouts: set your own with bufferevent_setcb. Give it back with
  * tide_evpool_release when the exchange is complete (nothing left unread,
- * nothing left to write), or tide_evpool_discard when it failed; never free
- * it yourself. A connection the server ended after a whole exchange (a FIN,
+ * nothing left to write), tide_evpool_stale when it failed by a close (EOF,
+ * a reset, a write error) before any byte of the answer came, or
+ * tide_evpool_discard when it failed otherwise; never free it yourself. A connection the server ended after a whole exchange (a FIN,
  * a close_notify or a reset after its answer: HTTP/1.0, a keep-alive limit)
  * may be released too: the loan counts as served, not as the backend's
  * failure, and the connection is lent to nobody again. Bytes left unread
@@ -101,6 +102,38 @@
  * make the connection lost (tide_evpool_lost) at once, so nobody is handed a
  * dead socket after a quiet spell. TLS post-handshake records (session
  * tickets, key updates) are handled by OpenSSL and do not count as bytes.
+ *
+ * Lending and release cost no call of their own: the checks ask the socket
+ * nothing while what the process already knows vouches for it, as nginx's
+ * and HAProxy's kept connections do. What they rely on:
+ *   - the bufferevent's input buffer (what libevent read and nobody
+ *     consumed) and, for TLS, OpenSSL's buffer and state (records read and
+ *     not consumed, a close_notify received, a fatal error);
+ *   - the bufferevent's read event, which watches the socket the whole
+ *     time the connection reads, idle or lent: while it is added and not
+ *     made active by a poll whose callback is still to run, nothing that
+ *     reached the socket before the loop's last poll is unread (but the
+ *     rest of a burst larger than one of libevent's reads, 4 KiB in 2.1,
+ *     which the next poll reports: an answer's rest, which its borrower
+ *     reads before release), and a close libevent read has stopped it;
+ *   - the borrower: it releases after reading its whole answer (its
+ *     protocol knows where the answer ends), with reading left on. A
+ *     connection given back with reading off (disabled, or held at a
+ *     high watermark), or whose read event has news, is looked at: a peek
+ *     of the socket for TCP, SSL_peek for TLS (which also consumes session
+ *     tickets and key updates waiting there). A borrower that reads the
+ *     socket itself (not through the bufferevent) turns the bufferevent's
+ *     reading back on before release only when its last read left nothing
+ *     behind (it came short of the room it was given); otherwise it leaves
+ *     reading off and the factory looks.
+ * A connection never lent yet is looked at before its first loan (a server
+ * that speaks first); that is its make's last step, not the lend path.
+ * What arrives after the loop's last poll (a close a moment after the
+ * previous answer) no check sees without asking the peer: the borrower
+ * meets it before any byte of its own answer, and gives the connection
+ * back with tide_evpool_stale, which does not blame the backend and lets
+ * it retry at once; after that, every connection idle at that moment is
+ * looked at once before its next loan (the factory's stale hook).
  *
  * Bad input: every function here that returns an int returns TIDE_EINVAL
  * for a NULL object or a NULL required pointer, and one returning bool or
@@ -373,6 +406,12 @@ struct tide_net_stats {
     uint64_t attempts;  /* TCP connection attempts (addresses tried) */
     uint64_t lost;      /* idle connections reported lost */
     uint64_t lost_data; /* ... of them because of unexpected bytes */
+    uint64_t looks;     /* checks before lending or on release that asked
+                           the socket (a peek, SSL_peek): on a connection
+                           never lent, one whose read event had news or
+                           whose reading was off, or after a stale loan;
+                           none on a lend or release that nothing
+                           stirred */
     uint64_t destroyed; /* connections closed */
     int64_t live;       /* connections made and not yet closed */
     int64_t pending;    /* makes in progress */

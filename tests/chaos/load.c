@@ -143,25 +143,34 @@ static int64_t pause_ms(struct caller *c)
     return 10 + next_rand(c) % 20;
 }
 
-/* The exchange is over (its loan ended): think, or pause after an error. */
-static void caller_done(struct caller *c, bool good)
+/* How an exchange ended. */
+enum end {
+    END_GOOD,  /* its own reply: released */
+    END_STALE, /* a close before any byte of the reply: stale */
+    END_BAD,   /* anything else: discarded */
+};
+
+/* The exchange is over (its loan ended): think, or pause after an error
+ * (a stale connection is no reason to wait: the next one serves). */
+static void caller_done(struct caller *c, enum end how)
 {
     c->bev = NULL;
     c->state = C_IDLE;
-    caller_later(c, good ? think_ms(c) : pause_ms(c));
+    caller_later(c, how == END_BAD ? pause_ms(c) : think_ms(c));
 }
 
-static void end_exchange(struct caller *c, bool good)
+static void end_exchange(struct caller *c, enum end how)
 {
     struct load *ld = c->ld;
     struct bufferevent *bev = c->bev;
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(bev, NULL, NULL);
-    int rc = good ? tide_evpool_release(ld->pool, bev)
-                  : tide_evpool_discard(ld->pool, bev);
-    if (rc != 0)
+    int rc = how == END_GOOD    ? tide_evpool_release(ld->pool, bev)
+             : how == END_STALE ? tide_evpool_stale(ld->pool, bev)
+                                : tide_evpool_discard(ld->pool, bev);
+    if (rc < 0)
         ld->fig->misuse++;
-    caller_done(c, good);
+    caller_done(c, how);
 }
 
 /* Whether got (FRAME bytes, then `extra` more or not) is exactly this
@@ -203,7 +212,7 @@ static void on_reply(struct bufferevent *bev, void *arg)
     bool extra = evbuffer_get_length(in) > FRAME;
     evbuffer_remove(in, got, FRAME);
     got[FRAME] = '\0';
-    end_exchange(c, judge(c, got, extra));
+    end_exchange(c, judge(c, got, extra) ? END_GOOD : END_BAD);
 }
 
 /* A reply routed by the protocol layer (shared loans), which ends the
@@ -220,17 +229,20 @@ static bool on_mux_reply(int status, const char *frame, void *arg)
         got[FRAME] = '\0';
         good = judge(c, got, false);
     }
-    caller_done(c, good);
+    caller_done(c, good ? END_GOOD : END_BAD);
     return good;
 }
 
+/* A close (EOF, a reset, an error) before any byte of the reply came is
+ * a stale loan; a timeout, or a close after part of it, is a failure. */
 static void on_trouble(struct bufferevent *bev, short what, void *arg)
 {
-    (void)bev, (void)what;
     struct caller *c = arg;
     c->ld->fig->io_errors++;
     ERR_clear_error(); /* a TLS failure's queue is this connection's */
-    end_exchange(c, false);
+    bool unanswered = !(what & BEV_EVENT_TIMEOUT) &&
+                      evbuffer_get_length(bufferevent_get_input(bev)) == 0;
+    end_exchange(c, unanswered ? END_STALE : END_BAD);
 }
 
 static void exchange(struct caller *c, struct bufferevent *bev)
@@ -420,6 +432,7 @@ static void on_closed(struct tide_evpool *pool, void *arg)
     fig->pool_destroyed = st.destroyed;
     fig->make_failures = st.make_failures;
     fig->lost = st.lost;
+    fig->stale_loans = st.stale_loans;
     /* the pool and its factory are freed from the loop, not inside the
      * pool's own callback */
     struct timeval zero = {0, 0};
@@ -697,13 +710,13 @@ static void print_line(const char *label, const struct chaos_figures *f)
            " breaker-refused-up %" PRIu64 "/%" PRIu64 " (%.2f%%) made %" PRIu64
            " destroyed %" PRIu64 " | timeouts %" PRIu64 " breaker %" PRIu64
            " errors %" PRIu64 " io %" PRIu64 " malformed %" PRIu64
-           " lost %" PRIu64 " make-failures %" PRIu64 " ok-healed %" PRIu64
-           "\n",
+           " lost %" PRIu64 " make-failures %" PRIu64 " stale %" PRIu64
+           " ok-healed %" PRIu64 "\n",
            label, f->name[0] ? ward_name(f->ward) : "", f->acquires, f->ok,
            f->faults, f->wrong_caller, f->hung, f->refused_up, f->acquires_up,
            share(f->refused_up, f->acquires_up), f->made, f->destroyed,
            f->timeouts, f->refused, f->other_errors, f->io_errors, f->malformed,
-           f->lost, f->make_failures, f->ok_healed);
+           f->lost, f->make_failures, f->stale_loans, f->ok_healed);
     if (f->most_shared > 0)
         printf("      %-26s shared: most on one %" PRId64 " breaks %" PRIu64
                " (most loans at a break %" PRId64 ") drains %" PRIu64
@@ -762,6 +775,7 @@ void chaos_totals_close(void)
         sum.destroyed += f.destroyed;
         sum.make_failures += f.make_failures;
         sum.lost += f.lost;
+        sum.stale_loans += f.stale_loans;
     }
     if (fd >= 0)
         close(fd);

@@ -5,9 +5,10 @@
  *
  * Callers behave as correct users do: each acquires with a 1 s timeout, sets
  * its own callbacks and 1 s timeouts on the connection, writes one framed
- * request carrying a unique id, reads the whole reply, releases on success
- * and discards on any error, timeout or unexpected reply, thinks a few ms
- * and acquires again. A phase runs warm (no fault), then with the fault on,
+ * request carrying a unique id, reads the whole reply, releases on success,
+ * gives the connection back stale on a close before any byte of the reply
+ * (tide_evpool_stale) and discards on any other error, timeout or
+ * unexpected reply, thinks a few ms and acquires again. A phase runs warm (no fault), then with the fault on,
  * then healed; then the pool is closed, and everything is freed from the
  * loop, which must then end on its own (event_base_dispatch returns).
  *
@@ -85,6 +86,7 @@ struct chaos_figures {
     uint64_t pool_destroyed;
     uint64_t make_failures;
     uint64_t lost;
+    uint64_t stale_loans; /* loans the pool took for stale */
     /* shared loans (streams > 1) */
     uint64_t breaks;        /* connections the protocol layer broke */
     uint64_t stray;         /* replies for no borrower in flight */

@@ -28,6 +28,9 @@ struct link {
     bool spoke;            /* the server's first bytes went out */
     bool junked;           /* junk already sent */
     bool closing;          /* waiting for `down` to flush, then freed */
+    uint64_t client_chunks; /* forwarded to the server */
+    bool doomed;           /* replied, reads no more, closes late */
+    struct event *late_close; /* frees it delay_ms after its last reply */
 };
 
 /* At most this many sockets fill a backlog of 0 (Linux queues one more
@@ -90,6 +93,8 @@ static void link_free(struct link *l)
         bufferevent_free(l->up);
     if (l->release)
         event_free(l->release);
+    if (l->late_close)
+        event_free(l->late_close);
     evbuffer_free(l->held);
     free(l);
     p->stats.links--;
@@ -139,7 +144,7 @@ static void on_down_read(struct bufferevent *bev, void *arg)
     struct chaos_proxy *p = l->p;
     struct evbuffer *in = bufferevent_get_input(bev);
     l->last_io = now_ms();
-    if (!l->up || p->fault == CHAOS_BLACKHOLE) {
+    if (!l->up || p->fault == CHAOS_BLACKHOLE || l->doomed) {
         evbuffer_drain(in, evbuffer_get_length(in));
         return;
     }
@@ -149,6 +154,7 @@ static void on_down_read(struct bufferevent *bev, void *arg)
         link_reset(l);
         return;
     }
+    l->client_chunks++;
     bufferevent_write_buffer(l->up, in);
 }
 
@@ -194,6 +200,22 @@ static void on_up_read(struct bufferevent *bev, void *arg)
     }
     l->spoke = true;
     bufferevent_write_buffer(l->down, in);
+    if (p->fault == CHAOS_CLOSE_AFTER_REPLY && !l->doomed &&
+        l->client_chunks > (uint64_t)p->knobs.spared) {
+        /* the server is done with it: what comes next goes unanswered,
+         * and the FIN follows the reply only after delay_ms */
+        p->stats.faults++;
+        l->doomed = true;
+        bufferevent_disable(l->up, EV_READ);
+        struct timeval tv = ms_tv(p->knobs.delay_ms);
+        evtimer_add(l->late_close, &tv);
+    }
+}
+
+static void on_late_close(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    link_free(arg);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -224,6 +246,7 @@ static void on_accepted(struct chaos_proxy *p, evutil_socket_t fd)
     l->last_io = now_ms();
     l->held = evbuffer_new();
     l->release = evtimer_new(p->base, send_held, l);
+    l->late_close = evtimer_new(p->base, on_late_close, l);
     l->down = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
     bufferevent_setcb(l->down, on_down_read, on_down_flushed, on_event, l);
     bufferevent_enable(l->down, EV_READ | EV_WRITE);
@@ -433,6 +456,7 @@ bool chaos_proxy_set(struct chaos_proxy *p, enum chaos_fault f,
     p->knobs.every = knobs.every > 0 ? knobs.every : 10;
     p->knobs.delay_ms = knobs.delay_ms > 0 ? knobs.delay_ms : 100;
     p->knobs.idle_ms = knobs.idle_ms > 0 ? knobs.idle_ms : 100;
+    p->knobs.spared = knobs.spared > 0 ? knobs.spared : 0;
 
     /* undo what the last fault changed on the listener */
     if (was == CHAOS_REFUSE || was == CHAOS_FULL_BACKLOG ||

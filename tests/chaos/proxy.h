@@ -37,13 +37,22 @@ enum chaos_fault {
     CHAOS_STALL,          /* every `every`-th server chunk held delay_ms,
                              what follows on its link queued behind it: a
                              reply that outlives its caller's timeout */
+    CHAOS_CLOSE_AFTER_REPLY, /* the first server chunk after the link's
+                                `spared`-th client chunk goes out, then
+                                the link reads no more and closes
+                                delay_ms later (FIN): a server that closes
+                                after a reply, its FIN late (the chunks
+                                spared: a TLS handshake's, and what may
+                                race them) */
 };
 
-/* How a fault bites; zero fields take the presets (every 10, 100 ms). */
+/* How a fault bites; zero fields take the presets (every 10, 100 ms;
+ * spared 0). */
 struct chaos_knobs {
     int every;
     int delay_ms;
     int idle_ms;
+    int spared;
 };
 
 struct chaos_proxy;

@@ -1,7 +1,10 @@
 /* tests for core/pool.c: the six answers, the four limits, identity, misuse,
  * and each guard of the ward as the pool applies it. */
+#include <string.h>
+
 #include <tidepool/core.h>
 
+#include "rng.h"
 #include "runner.h"
 
 /* Resources are the addresses of these; only identity matters. */
@@ -488,6 +491,88 @@ START_TEST(held_resource_dropped_when_check_fails)
     ck_assert_int_eq(tide_pool_hold(p, &res[0]), 0);
     ck_assert_int_eq(tide_pool_drop(p, &res[0], 1), 0);
     ck_assert_int_eq(tide_pool_live(p), 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+/* A take answers the item the last push put on the top without reading the
+ * slot (pushed_place in pool_internal.h); an unhold writes that place
+ * without a push, and the held one put back there is what take lends, not
+ * the one pushed there before (which is lent). */
+START_TEST(held_one_back_on_top_is_lent_not_the_last_pushed)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 3), NULL);
+    for (int i = 0; i < 3; i++)
+        make_one(p, &res[i], 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 1), 1);
+    ck_assert_int_eq(tide_pool_give(p, &res[1], 2), 1);
+    ck_assert_int_eq(tide_pool_hold(p, &res[1]), 0);
+    ck_assert_int_eq(tide_pool_give(p, &res[2], 3), 1); /* where res[1] was */
+    ck_assert_ptr_eq(tide_pool_take(p, 4, 0.5).item, &res[2]);
+    /* the check ends well: rested since 2, it goes back above res[0] */
+    ck_assert_int_eq(tide_pool_give(p, &res[1], 5), 1);
+    struct tide_taken t = tide_pool_take(p, 6, 0.5);
+    ck_assert_int_eq(t.answer, TIDE_READY);
+    ck_assert_ptr_eq(t.item, &res[1]);
+    ck_assert_ptr_eq(tide_pool_take(p, 7, 0.5).item, &res[0]);
+    ck_assert_int_eq(tide_pool_take(p, 8, 0.5).answer, TIDE_WAIT);
+    tide_pool_free(p);
+}
+END_TEST
+
+/* A burst through a pool big enough for take to fetch ahead (16,384 slots
+ * and more): the whole pool out, back in a scrambled order, out again in
+ * the reverse of that order, each exactly once, and twice over. */
+START_TEST(burst_through_a_big_pool_lends_each_once_newest_first)
+{
+    enum { N = 20000 };
+    static char items[N];
+    static void *order[N];
+    static unsigned char seen[N];
+    struct tide_pool *p = new_pool(
+        TIDE_LIMITS(.size = N, .keep = TIDE_FOREVER), NULL);
+    for (int i = 0; i < N; i++) {
+        make_one(p, &items[i], 0);
+        order[i] = &items[i];
+    }
+    uint64_t rng = 22;
+    for (int round = 0; round < 2; round++) {
+        for (int i = N - 1; i > 0; i--) {
+            uint32_t j = rng_below(&rng, (uint32_t)i + 1);
+            void *t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (int i = 0; i < N; i++)
+            ck_assert_int_eq(tide_pool_give(p, order[i], 1 + round), 1);
+        memset(seen, 0, sizeof seen);
+        for (int i = N - 1; i >= 0; i--) {
+            struct tide_taken t = tide_pool_take(p, 2 + round, 0.5);
+            ck_assert_int_eq(t.answer, TIDE_READY);
+            ck_assert_ptr_eq(t.item, order[i]);
+            ck_assert_int_eq(seen[(char *)t.item - items]++, 0);
+        }
+        ck_assert_int_eq(tide_pool_idle(p), 0);
+        ck_assert_int_eq(tide_pool_take(p, 3 + round, 0.5).answer, TIDE_WAIT);
+    }
+    tide_pool_free(p);
+}
+END_TEST
+
+/* A clock behind the time a resource came back (the caller's clock stepped
+ * back) is a rest of 0, not a rest past keep: take's quick test sees a huge
+ * difference, and the exact one behind it lends. */
+START_TEST(clock_behind_the_give_lends_not_stale)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.keep = TIDE_SEC(10)), NULL);
+    make_one(p, &res[0], TIDE_SEC(100));
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(100)), 1);
+    struct tide_taken t = tide_pool_take(p, TIDE_SEC(50), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_READY);
+    ck_assert_ptr_eq(t.item, &res[0]);
+    ck_assert_int_eq(tide_pool_give(p, &res[0], TIDE_SEC(50)), 1);
+    /* and keep still retires it once its rest does reach keep */
+    ck_assert_int_eq(tide_pool_take(p, TIDE_SEC(60), 0.5).answer, TIDE_STALE);
     tide_pool_free(p);
 }
 END_TEST
@@ -990,6 +1075,9 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, held_resource_dropped_when_check_fails);
     tcase_add_test(tc, idle_order_holds_when_holes_are_closed);
     tcase_add_test(tc, idle_order_holds_across_growth);
+    tcase_add_test(tc, held_one_back_on_top_is_lent_not_the_last_pushed);
+    tcase_add_test(tc, burst_through_a_big_pool_lends_each_once_newest_first);
+    tcase_add_test(tc, clock_behind_the_give_lends_not_stale);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("misuse");

@@ -170,6 +170,15 @@ static void script_reset(struct tide_evpool *pool, struct tide_reset *token,
     tide_evpool_reset_done(token, !((struct fake *)resource)->dead);
 }
 
+static void script_stale(void *resource, void *arg)
+{
+    (void)arg;
+    struct fake *f = resource;
+    ck_assert_int_eq(f->destroyed, 0); /* told before it is destroyed */
+    fx->stales++;
+    probe("stale", f);
+}
+
 static void script_watch(struct tide_evpool *pool, void *resource, bool idle,
                          void *arg)
 {
@@ -243,6 +252,7 @@ void fixture_setup(void)
         .reusable = script_reusable,
         .check = script_check,
         .watch = script_watch,
+        .stale = script_stale,
     };
 }
 

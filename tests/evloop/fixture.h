@@ -63,7 +63,7 @@ struct fixture {
                                  it is already on its way out */
     int lost_refused;         /* such reports refused so far */
     /* called first thing from every factory hook ("make", "destroy",
-     * "cancel", "alive", "reusable", "check", "watch"); from watch only
+     * "cancel", "alive", "reusable", "check", "watch", "stale"); from watch only
      * after the fake's `watched` is updated, so a probe whose call ends
      * the watch (a close) finds the fake's record consistent */
     void (*probe)(const char *hook, struct fake *f);
@@ -80,6 +80,7 @@ struct fixture {
     int cancels;    /* cancel() calls */
     int checks;     /* check() calls */
     int resets_run; /* reset() calls */
+    int stales; /* stale() calls */
     int watch_on;
     int watch_off;
     struct tide_make *held[FAKE_MAX]; /* MAKE_NEVER tokens, in order */

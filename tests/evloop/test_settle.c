@@ -23,6 +23,7 @@ enum end {
     END_DISCARD,
     END_RETIRE,
     END_ABANDON,
+    END_STALE_LOAN,      /* tide_evpool_stale: closed before an answer */
     END_RESET_OK,        /* a release, reset, back idle */
     END_RESET_FAILED,    /* a release whose reset fails */
     END_LOST_WHILE_LENT, /* a loss reported while lent, refused; released */
@@ -52,6 +53,7 @@ static const char *const end_names[ENDS] = {
     [END_DISCARD] = "discard",
     [END_RETIRE] = "retire",
     [END_ABANDON] = "abandon",
+    [END_STALE_LOAN] = "stale loan",
     [END_RESET_OK] = "reset",
     [END_RESET_FAILED] = "failed reset",
     [END_LOST_WHILE_LENT] = "lost while lent",
@@ -172,6 +174,11 @@ static struct fake *end_loan(enum end e, struct answer *a,
     case END_ABANDON:
         ck_assert_int_eq(tide_evpool_abandon(fx->pool, f), 0);
         break;
+    case END_STALE_LOAN:
+        /* a first loan within a second of its make: not stale, its make
+         * failed (a server that accepts and closes) */
+        ck_assert_int_eq(tide_evpool_stale(fx->pool, f), 0);
+        break;
     case END_FREE_LENT:
         tide_evpool_free(fx->pool);
         fx->pool = NULL;
@@ -243,6 +250,7 @@ static const enum probe_after probe_expect[ENDS] = {
     [END_DISCARD] = INACTIVE,
     [END_RETIRE] = ACTIVE,
     [END_ABANDON] = PLACE_BACK,
+    [END_STALE_LOAN] = INACTIVE, /* died young: a failed make */
     [END_RESET_OK] = ACTIVE,
     /* the release proves the make (ACTIVE), the reset's failure is an
      * outcome of its own, which opens a breaker of one strike */
@@ -517,6 +525,7 @@ static const struct make_after make_expect[ENDS] = {
     [END_DISCARD] = {0, 1, 1},
     [END_RETIRE] = {2, 0, 0},
     [END_ABANDON] = {0, 0, 0},
+    [END_STALE_LOAN] = {0, 1, 1},
     [END_RESET_OK] = {2, 0, 0},
     [END_RESET_FAILED] = {2, 1, 0},
     [END_LOST_WHILE_LENT] = {2, 0, 0},

@@ -465,6 +465,28 @@ START_TEST(a_cancelled_answer_gives_back_one_loan)
 }
 END_TEST
 
+/* the peer closed it a moment before the exchange: stale for the loan,
+ * no failure, and gone for every loan once the last is back */
+START_TEST(a_stale_loan_drains_it_with_no_failure)
+{
+    shared_pool(2, 4);
+    struct answer *a[3];
+    acquire_n(a, 3);
+    run_ms(1100); /* past its untried span: stale, not a failed make */
+    struct fake *f = a[0]->resource;
+    ck_assert_int_eq(tide_evpool_stale(fx->pool, f), TIDE_STALE);
+    a[0]->resource = NULL;
+    struct answer *b = acquired(); /* not lent from it */
+    ck_assert_ptr_ne(b->resource, f);
+    ck_assert_int_eq(tide_evpool_stale(fx->pool, f), TIDE_STALE);
+    a[1]->resource = NULL;
+    give_back(a[2]);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert_int_eq(failures, 0);
+    ck_assert_uint_eq(stats().stale_loans, 2);
+}
+END_TEST
+
 START_TEST(streams_one_still_refuses_break)
 {
     fixture_pool(NULL);
@@ -499,6 +521,7 @@ static Suite *shared_suite(void)
     tcase_add_test(tc, no_health_check_with_loans_out);
     tcase_add_test(tc, close_destroys_a_shared_one_after_its_last_loan);
     tcase_add_test(tc, a_cancelled_answer_gives_back_one_loan);
+    tcase_add_test(tc, a_stale_loan_drains_it_with_no_failure);
     tcase_add_test(tc, streams_one_still_refuses_break);
     suite_add_tcase(s, tc);
     return s;

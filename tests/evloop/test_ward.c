@@ -499,6 +499,52 @@ START_TEST(abandon_is_no_outcome_even_on_a_first_loan)
 }
 END_TEST
 
+/* A loan that failed by a close before any byte was answered, on a
+ * resource that served before: stale, no outcome for the breaker, the
+ * borrower told to go again (TIDE_STALE) and the factory told before the
+ * destroy. On a first loan within a second of its make it is the make's
+ * failure instead (a server that accepts and closes), as discard is. */
+START_TEST(stale_is_no_outcome_once_the_resource_served)
+{
+    struct reports r = {0};
+    counted_pool(&r);
+    struct fake *f = release(acquired());
+    int successes = r.successes;
+    struct answer *a = acquired();
+    ck_assert_ptr_eq(a->resource, f);
+    a->resource = NULL;
+    ck_assert_int_eq(tide_evpool_stale(fx->pool, f), TIDE_STALE);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert_int_eq(fx->stales, 1);
+    ck_assert_int_eq(r.successes, successes);
+    ck_assert_int_eq(r.failures, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.stale_loans, 1);
+    ck_assert_uint_eq(s.make_failures, 0);
+    ck_assert_int_eq(s.live, 0);
+    /* given back already */
+    ck_assert_int_eq(tide_evpool_stale(fx->pool, f), TIDE_EUNKNOWN);
+    ck_assert_int_eq(tide_evpool_stale(NULL, f), TIDE_EINVAL);
+}
+END_TEST
+
+START_TEST(stale_on_a_young_first_loan_is_a_failed_make)
+{
+    struct reports r = {0};
+    counted_pool(&r);
+    struct answer *a = acquired();
+    struct fake *f = a->resource;
+    a->resource = NULL;
+    ck_assert_int_eq(tide_evpool_stale(fx->pool, f), 0);
+    ck_assert_int_eq(f->destroyed, 1);
+    ck_assert_int_eq(r.successes, 0);
+    ck_assert_int_eq(r.failures, 1);
+    struct tide_evpool_stats s = stats();
+    ck_assert_uint_eq(s.stale_loans, 0);
+    ck_assert_uint_eq(s.make_failures, 1);
+}
+END_TEST
+
 /* Under STRIKES, a run of failures is broken by a success only: four
  * discards, a retire, four discards leave it ACTIVE; with an abandon in
  * the retire's place the eight are one run, and it opens at the fifth. */
@@ -768,6 +814,8 @@ static Suite *ward_suite(void)
     tcase_add_test(tc, first_use_proves_a_minimums_make);
     tcase_add_test(tc, retire_is_a_success_and_proves_a_first_loan);
     tcase_add_test(tc, abandon_is_no_outcome_even_on_a_first_loan);
+    tcase_add_test(tc, stale_is_no_outcome_once_the_resource_served);
+    tcase_add_test(tc, stale_on_a_young_first_loan_is_a_failed_make);
     tcase_add_test(tc,
                    a_retire_breaks_a_run_of_failures_and_an_abandon_does_not);
     tcase_add_test(tc, an_abandon_leaves_a_run_of_failures_whole);

@@ -55,6 +55,20 @@ static const struct script scripts[] = {
      KEEP},
     /* a status of two digits, which libhttp-parser reads as 20 */
     {"/status-20", "HTTP/1.1 20 OK\r\nContent-Length: 1\r\n\r\nh", KEEP},
+    /* a space before a field's colon (RFC 9112 5.1), which libhttp-parser
+     * frames by all the same, and one inside a name */
+    {"/204-length-space",
+     "HTTP/1.1 204 No Content\r\nContent-Length : 3\r\n\r\n", KEEP},
+    {"/length-space",
+     "HTTP/1.1 200 OK\r\nContent-Length  : 2\r\nX-A : a\r\n\r\nok", KEEP},
+    {"/chunked-space",
+     "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\n\r\n2\r\nok\r\n"
+     "0\r\n\r\n",
+     KEEP},
+    {"/name-inner-space",
+     "HTTP/1.1 200 OK\r\nX Y: z\r\nContent-Length: 2\r\n\r\nok", KEEP},
+    {"/name-of-spaces",
+     "HTTP/1.1 200 OK\r\n  : z\r\nContent-Length: 2\r\n\r\nok", KEEP},
     /* more than its length: the rest must never reach another client */
     {"/extra",
      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
@@ -176,6 +190,57 @@ START_TEST(a_request_line_without_a_version_is_refused)
 }
 END_TEST
 
+/* A request line of another major version than 1 (RFC 9112 2.3), which
+ * libhttp-parser reads all the same (HTTP/2.0 with Transfer-Encoding went
+ * upstream as an HTTP/1.1 request, where an HTTP/1.0 one with it is
+ * refused), gets 505 and the close, and nothing goes upstream. */
+START_TEST(a_request_of_another_major_version_gets_505)
+{
+    proxy_on_script(NULL);
+    static const char *const reqs[] = {
+        "PUT /c HTTP/2.0\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "0\r\n\r\n",
+        "GET /a HTTP/0.9\r\nHost: t\r\n\r\n",
+        "GET /a HTTP/3.1\r\nHost: t\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        struct raw r;
+        talk(&r, proxy_port(), reqs[i]);
+        ck_assert_msg(strncmp(r.got, "HTTP/1.1 505 ", 13) == 0, "%zu: %s", i,
+                      r.got);
+        ck_assert_msg(strstr(r.got, "Connection: close\r\n") &&
+                          strstr(r.got, "not 1.x"),
+                      "%zu: %s", i, r.got);
+        ck_assert_msg(r.closed, "%zu: left open", i);
+    }
+    ck_assert_int_eq(atomic_load(&origin_accepts), 0);
+}
+END_TEST
+
+/* A head refused before it parses is answered as a GET would be, its
+ * message as the body its Content-Length gives, even right after a HEAD:
+ * the HEAD's method stayed, and the 400 went without its body. */
+START_TEST(a_head_refused_after_a_head_request_gets_its_body)
+{
+    proxy_on_script(NULL);
+    struct steps w = {.port = proxy_port(),
+                      .reqs = {"HEAD /next HTTP/1.1\r\nHost: t\r\n\r\n",
+                               "GET /a HTTP/1.1\nHost: t\r\n\r\n"}};
+    run_client(steps_talk, &w, 20000);
+    ck_assert_msg(strncmp(w.got[0], "HTTP/1.1 200 ", 13) == 0 &&
+                      ends_with(w.got[0], "\r\n\r\n"),
+                  "%s", w.got[0]);
+    const char *body = strstr(w.got[1], "\r\n\r\n");
+    const char *length = strstr(w.got[1], "\r\nContent-Length: ");
+    ck_assert_msg(strncmp(w.got[1], "HTTP/1.1 400 ", 13) == 0 && body && length,
+                  "%s", w.got[1]);
+    ck_assert_msg(strlen(body + 4) == strtoul(length + 18, NULL, 10) &&
+                      ends_with(w.got[1], "in the head\n"),
+                  "%s", w.got[1]);
+    ck_assert(w.closed);
+}
+END_TEST
+
 /* A status line whose code is not three digits (RFC 9110 15) is a bad
  * response: 502 with the cause, never relayed, where a client would read
  * a "20" as an interim answer and lose count of the final ones. */
@@ -189,6 +254,88 @@ START_TEST(a_status_of_two_digits_is_a_bad_response)
     struct px_stats s;
     px_stats(proxy, &s);
     ck_assert_uint_eq(s.discarded, 1);
+}
+END_TEST
+
+/* How many times `what` is in s, regardless of case. */
+static int occurrences(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strcasestr(p, what)); p++)
+        n++;
+    return n;
+}
+
+/* Space between a response field's name and its colon is removed before
+ * the response goes on (RFC 9112 5.1), and the name is then the field it
+ * names: libhttp-parser frames by "Content-Length " and
+ * "Transfer-Encoding " as by the names without the space, and they went
+ * to the client beside the proxy's own framing, so a 204 carried a length
+ * (the client's parser read the next answer's first bytes as its body)
+ * and an HTTP/1.0 client reading until the close was told chunked. */
+START_TEST(space_before_a_response_fields_colon_is_removed)
+{
+    proxy_on_script(NULL);
+    struct steps w = {
+        .port = proxy_port(),
+        .reqs = {"GET /204-length-space HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /length-space HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /chunked-space HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /next HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "GET /chunked-space HTTP/1.0\r\nHost: t\r\n\r\n"}};
+    run_client(steps_talk, &w, 20000);
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(!strstr(w.got[i], " :"), "%d: %s", i, w.got[i]);
+    ck_assert_msg(strncmp(w.got[0], "HTTP/1.1 204 ", 13) == 0 &&
+                      !strcasestr(w.got[0], "content-length") &&
+                      ends_with(w.got[0], "\r\n\r\n"),
+                  "%s", w.got[0]);
+    ck_assert_msg(strncmp(w.got[1], "HTTP/1.1 200 ", 13) == 0 &&
+                      occurrences(w.got[1], "content-length") == 1 &&
+                      strstr(w.got[1], "\r\nContent-Length: 2\r\n") &&
+                      strstr(w.got[1], "\r\nX-A: a\r\n") &&
+                      ends_with(w.got[1], "\r\n\r\nok"),
+                  "%s", w.got[1]);
+    ck_assert_msg(strncmp(w.got[2], "HTTP/1.1 200 ", 13) == 0 &&
+                      occurrences(w.got[2], "transfer-encoding") == 1 &&
+                      ends_with(w.got[2], "\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
+                  "%s", w.got[2]);
+    ck_assert_msg(ends_with(w.got[3], "\r\n\r\ndefault"), "%s", w.got[3]);
+    ck_assert_msg(strncmp(w.got[4], "HTTP/1.1 200 ", 13) == 0 &&
+                      !strcasestr(w.got[4], "transfer-encoding") &&
+                      ends_with(w.got[4], "\r\n\r\nok"),
+                  "%s", w.got[4]);
+    ck_assert(w.closed);
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.responses, 5);
+    ck_assert_uint_eq(s.discarded, 0);
+}
+END_TEST
+
+/* A space inside a response field's name, or a name of spaces only
+ * (libhttp-parser takes both), leaves no field name (a token, RFC 9110
+ * 5.1): a bad response, 502 with the cause, never relayed. The second
+ * went on as a field named by nothing (": z"). */
+START_TEST(a_space_inside_a_response_fields_name_is_a_bad_response)
+{
+    proxy_on_script(NULL);
+    static const char *const paths[] = {"/name-inner-space", "/name-of-spaces"};
+    for (size_t i = 0; i < 2; i++) {
+        char req[128];
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n",
+                 paths[i]);
+        struct raw r;
+        talk(&r, proxy_port(), req);
+        ck_assert_msg(strncmp(r.got, "HTTP/1.1 502 ", 13) == 0, "%s: %s",
+                      paths[i], r.got);
+        ck_assert_msg(
+            strstr(r.got, "response header field's name with a space"),
+            "%s: %s", paths[i], r.got);
+    }
+    struct px_stats s;
+    px_stats(proxy, &s);
+    ck_assert_uint_eq(s.discarded, 2);
 }
 END_TEST
 
@@ -704,6 +851,56 @@ START_TEST(hop_by_hop_headers_of_every_kind_stay_at_the_proxy)
 }
 END_TEST
 
+/* Host and X-Forwarded-For go on whatever the client's Connection lists
+ * (RFC 9110 7.6.1: no connection option names a field for every
+ * recipient): "Connection: host" had the upstream's name sent as Host, a
+ * target the client never named, and "Connection: x-forwarded-for"
+ * dropped its chain. */
+START_TEST(connection_cannot_name_away_host_or_x_forwarded_for)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "GET /h HTTP/1.1\r\nHost: t.example\r\nConnection: host, "
+         "x-forwarded-for\r\nX-Forwarded-For: 10.1.1.1\r\nX-Kept: k\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    pthread_mutex_lock(&seen_lock);
+    char seen[sizeof origin_seen];
+    memcpy(seen, origin_seen, sizeof seen);
+    pthread_mutex_unlock(&seen_lock);
+    ck_assert_msg(strstr(seen, "\r\nHost: t.example\r\n") &&
+                      occurrences(seen, "\nhost:") == 1,
+                  "%s", seen);
+    ck_assert_msg(strstr(seen, "\r\nX-Forwarded-For: 10.1.1.1, 127.0.0.1\r\n"),
+                  "%s", seen);
+    ck_assert_msg(strstr(seen, "\r\nX-Kept: k\r\n") &&
+                      !strcasestr(seen, "\nConnection:"),
+                  "%s", seen);
+}
+END_TEST
+
+/* The client's X-Forwarded-For lines go on as one list, in order, its
+ * address last (RFC 9110 5.3): only the last line went, the addresses in
+ * the lines before it lost. */
+START_TEST(x_forwarded_for_lines_go_on_as_one_list)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(),
+         "GET /h HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 10.1.1.1\r\n"
+         "X-Kept: k\r\nX-Forwarded-For: 10.2.2.2, 10.3.3.3\r\n\r\n");
+    ck_assert_msg(strstr(r.got, "\r\n\r\ndefault"), "%s", r.got);
+    pthread_mutex_lock(&seen_lock);
+    char seen[sizeof origin_seen];
+    memcpy(seen, origin_seen, sizeof seen);
+    pthread_mutex_unlock(&seen_lock);
+    ck_assert_msg(strstr(seen, "\r\nX-Forwarded-For: 10.1.1.1, 10.2.2.2, "
+                               "10.3.3.3, 127.0.0.1\r\n") &&
+                      occurrences(seen, "x-forwarded-for") == 1,
+                  "%s", seen);
+}
+END_TEST
+
 /* ---- clients that are slow, stop, or say nothing ---- */
 
 static const char *const quick_clients[] = {"--client-timeout", "500", NULL};
@@ -861,7 +1058,11 @@ static Suite *framing_suite(void)
     tcase_add_checked_fixture(tc, harness_setup, script_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_status_of_two_digits_is_a_bad_response);
+    tcase_add_test(tc, space_before_a_response_fields_colon_is_removed);
+    tcase_add_test(tc, a_space_inside_a_response_fields_name_is_a_bad_response);
     tcase_add_test(tc, a_request_line_without_a_version_is_refused);
+    tcase_add_test(tc, a_head_refused_after_a_head_request_gets_its_body);
+    tcase_add_test(tc, a_request_of_another_major_version_gets_505);
     tcase_add_test(tc, a_reset_cuts_a_body_framed_by_the_close);
     tcase_add_test(tc, a_reset_cuts_a_body_by_length_and_closes_the_client);
     tcase_add_test(tc, a_body_that_stalls_is_cut_and_its_connection_discarded);
@@ -880,6 +1081,8 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, unusual_but_unambiguous_requests_are_served_in_order);
     tcase_add_test(tc, a_huge_uri_gets_414_and_a_huge_head_431);
     tcase_add_test(tc, hop_by_hop_headers_of_every_kind_stay_at_the_proxy);
+    tcase_add_test(tc, connection_cannot_name_away_host_or_x_forwarded_for);
+    tcase_add_test(tc, x_forwarded_for_lines_go_on_as_one_list);
     tcase_add_test(tc, a_request_past_100_header_fields_gets_431);
     tcase_add_test(tc,
                    a_head_trickled_a_byte_at_a_time_gets_408_at_its_deadline);

@@ -403,6 +403,9 @@ START_TEST(a_stale_connection_is_retried_for_get_and_never_for_post)
     ck_assert_int_eq(j.get_status, 200);
     ck_assert_int_eq(j.post_status, 502);
     ck_assert_uint_eq(pstats().retries, 1);
+    /* both connections had served: stale, not the upstream's failures */
+    ck_assert_uint_eq(pstats().stale, 2);
+    ck_assert_uint_eq(pstats().discarded, 0);
 }
 END_TEST
 

@@ -92,6 +92,35 @@ START_TEST(released_connection_is_lent_again)
 }
 END_TEST
 
+/* The lend and release paths ask the socket nothing while nothing stirred:
+ * a hundred exchanges over one kept connection, lent back to back from
+ * try_acquire and acquire alike, cost no look. */
+START_TEST(lend_and_release_ask_the_socket_nothing)
+{
+    struct tcp t;
+    start(&t);
+    struct bufferevent *bev = make_idle(&t);
+    uint64_t looks = stats(&t).looks;
+    for (int i = 0; i < 100; i++) {
+        void *r = NULL;
+        struct got g;
+        if (i % 2) {
+            ck_assert_int_eq(tide_evpool_try_acquire(t.tp.pool, &r), 0);
+        } else {
+            acquire_wait(&t.tp, &g, 5000);
+            ck_assert_int_eq(g.status, 0);
+            r = g.bev;
+        }
+        ck_assert_ptr_eq(r, bev);
+        ck_assert_str_eq(echo(r, "again", 2000), "again");
+        ck_assert_int_eq(tide_evpool_release(t.tp.pool, r), 0);
+    }
+    ck_assert_uint_eq(stats(&t).looks, looks);
+    ck_assert_uint_eq(stats(&t).made, 1);
+    stop(&t);
+}
+END_TEST
+
 START_TEST(lent_connection_has_no_callbacks_and_reads)
 {
     struct tcp t;
@@ -298,23 +327,72 @@ START_TEST(release_with_unread_bytes_is_not_kept)
 }
 END_TEST
 
-START_TEST(alive_check_catches_a_close_the_watch_has_not_seen)
+/* n connections (at most 4) made over a raw server, each lent, served and
+ * given back (into *bevs), then closed by the server while the loop does
+ * not run: what the process holds tells nothing of the closes. */
+static void served_then_closed_unpolled(struct tcp *t, int n,
+                                        struct bufferevent **bevs)
+{
+    start_with(t, (struct tide_tcp_options){0}, true); /* raw server */
+    struct got g[4];
+    for (int i = 0; i < n; i++)
+        acquire_wait(&t->tp, &g[i], 5000);
+    for (int i = 0; i < n; i++) {
+        bevs[i] = g[i].bev;
+        ck_assert_int_eq(tide_evpool_release(t->tp.pool, g[i].bev), 0);
+    }
+    run_ms(10);
+    ck_assert_int_eq(t->s.accepted, n);
+    server_close_all(&t->s);
+    usleep(20000);
+}
+
+/* The server closes an idle connection and the loop does not poll: no
+ * check asks the socket (nothing the process holds tells of the close), so
+ * the connection is lent, and its borrower meets the close before any byte
+ * of its answer. That loan is stale: no fault of the backend's, and the
+ * borrower may go again at once. */
+START_TEST(close_the_loop_has_not_seen_ends_the_loan_stale)
 {
     struct tcp t;
-    start_with(&t, (struct tide_tcp_options){0}, true); /* raw server */
-    struct got g;
-    acquire_wait(&t.tp, &g, 5000);
-    ck_assert_int_eq(tide_evpool_release(t.tp.pool, g.bev), 0);
-    run_ms(10);
-    ck_assert_int_eq(t.s.accepted, 1);
-    /* the server's socket closes now, and the loop does not run: only the
-     * check before lending can see it */
-    server_close_all(&t.s);
-    usleep(20000);
+    struct bufferevent *bev;
+    served_then_closed_unpolled(&t, 1, &bev);
     void *r = NULL;
+    ck_assert_int_eq(tide_evpool_try_acquire(t.tp.pool, &r), 0);
+    ck_assert_ptr_eq(r, bev);
+    struct classified c = {0};
+    bufferevent_setcb(r, NULL, NULL, classify_event, &c);
+    bufferevent_write(r, "request", 7);
+    ck_assert(run_until(classified, &c, 2000));
+    ck_assert(c.code == TIDE_EPEER_CLOSED || c.code == TIDE_ECONN_BROKEN);
+    ck_assert_int_eq(tide_evpool_stale(t.tp.pool, r), TIDE_STALE);
+    struct tide_evpool_stats ps = pool_stats(&t);
+    ck_assert_uint_eq(ps.stale_loans, 1);
+    ck_assert_uint_eq(ps.make_failures, 0);
+    ck_assert_uint_eq(ps.health_failures, 0);
+    ck_assert_int_eq(stats(&t).live, 0);
+    stop(&t);
+}
+END_TEST
+
+/* Two idle connections closed by the server before the loop polls: the
+ * first is lent and ends stale; the second, idle when that happened, is in
+ * the same state and is looked at before it could be lent: found closed,
+ * it is lent to nobody. */
+START_TEST(after_a_stale_loan_the_next_is_looked_at)
+{
+    struct tcp t;
+    struct bufferevent *bevs[2];
+    served_then_closed_unpolled(&t, 2, bevs);
+    void *r = NULL;
+    ck_assert_int_eq(tide_evpool_try_acquire(t.tp.pool, &r), 0);
+    ck_assert_int_eq(tide_evpool_stale(t.tp.pool, r), TIDE_STALE);
+    r = NULL;
     ck_assert_int_eq(tide_evpool_try_acquire(t.tp.pool, &r), TIDE_EWOULDBLOCK);
     ck_assert_ptr_null(r);
-    ck_assert_int_eq(pool_stats(&t).health_failures, 1);
+    struct tide_evpool_stats ps = pool_stats(&t);
+    ck_assert_uint_eq(ps.stale_loans, 1);
+    ck_assert_uint_eq(ps.health_failures, 1);
     ck_assert_int_eq(stats(&t).live, 0);
     stop(&t);
 }
@@ -369,6 +447,7 @@ static Suite *suite(void)
     fixture_add(tc);
     tcase_add_test(tc, released_connection_is_lent_again);
     tcase_add_test(tc, lent_connection_has_no_callbacks_and_reads);
+    tcase_add_test(tc, lend_and_release_ask_the_socket_nothing);
     tcase_add_test(tc, idle_peer_close_is_dropped_before_acquire);
     tcase_add_test(tc, idle_reset_is_dropped);
     tcase_add_test(tc, unexpected_bytes_while_idle_are_dropped);
@@ -377,7 +456,8 @@ static Suite *suite(void)
     tcase_add_test(tc, reset_reads_as_broken_with_its_errno);
     tcase_add_test(tc, peer_close_mid_loan_reads_as_peer_closed);
     tcase_add_test(tc, release_with_unread_bytes_is_not_kept);
-    tcase_add_test(tc, alive_check_catches_a_close_the_watch_has_not_seen);
+    tcase_add_test(tc, close_the_loop_has_not_seen_ends_the_loan_stale);
+    tcase_add_test(tc, after_a_stale_loan_the_next_is_looked_at);
     tcase_add_test(tc, pool_free_closes_idle_connections);
     tcase_add_test(tc, factory_answers_every_make_once_under_load);
     suite_add_tcase(s, tc);

@@ -1,13 +1,12 @@
 /* tls/watch.c, the check before lending as the proxy's upstream connections
- * meet it: a connection given back clean is lent again in the same round of
- * the loop without a second look at its socket, but never once the loop has
- * polled since. What came after the release check and before that poll (a
- * byte, a FIN) is seen before the loan even when the callback that asks for
- * the connection runs ahead of the watch's own, which would have read it.
+ * meet it: a connection given back clean is lent again without a look at
+ * its socket, but never once a poll has reported something on it (a byte,
+ * a FIN), even when the callback that asks for the connection runs ahead
+ * of the watch's own, which would have read it: the watch's read event is
+ * then active, and the check sees that.
  *
- * The base is a plain one: its cached time is a coarse clock's, shared by
- * polls a few ms apart, so the round's end must be told by more than the
- * time. No server beyond a listener of the test's own on 127.0.0.1; each
+ * The base is a plain one (a coarse cached time, shared by polls a few ms
+ * apart), with two priorities so the ask runs first. No server beyond a listener of the test's own on 127.0.0.1; each
  * test ends with the loop idle and no descriptor left open. */
 #include <errno.h>
 #include <event2/buffer.h>
