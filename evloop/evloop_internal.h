@@ -14,6 +14,8 @@
  *              idle one (health.c runs the rounds), a reset of a released
  *              one
  *   waits.c    the acquire-wait distribution
+ *   shared.c   loans of a resource several borrowers hold at once
+ *              (streams > 1): their ends, break, capacity, alone
  *
  * Re-entrancy: user callbacks (acquire answers, leak reports, close done)
  * run only from the pool's own event callbacks, inside enter()/leave(), so
@@ -48,6 +50,9 @@ struct conn {
     int64_t made_at;
     uint32_t loans;
     uint32_t next_free;
+    /* Loans of it out now, with streams > 1 only (shared.c): with streams
+     * 1 a lent resource has one, and this stays 0. */
+    uint32_t out;
     uint32_t slot; /* the core's slot for its key: gives skip its lookup */
     uint8_t state;
     bool leak_reported;
@@ -114,6 +119,7 @@ struct tide_acquire {
     int8_t queue;  /* its deadline queue, or -1 */
     uint8_t state; /* enum waiter_state */
     uint8_t guard; /* enum tide_guard */
+    bool alone;    /* wants a resource with no other loan (shared.c) */
 };
 
 struct waiter_list TIDE__LIST_OF(struct tide_acquire);
@@ -241,6 +247,7 @@ struct counters {
     uint64_t reset_failures;
     uint64_t retired;
     uint64_t abandoned;
+    uint64_t broken;
     uint64_t stale_loans;
 };
 
@@ -292,6 +299,9 @@ struct tide_evpool {
     uint64_t breaker_spell;
     int64_t probes; /* records flagged `probe` */
     bool shedding;  /* the ward has a shedder */
+    /* limits.streams > 1: a resource may carry several loans (shared.c) */
+    bool shared;
+    int64_t streams; /* limits.streams */
 
     int64_t min;
     int64_t make_timeout;
@@ -444,8 +454,15 @@ void tide__conn_remove(struct tide_evpool *p, uint32_t i);
 uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t);
 /* Lends the idle head at once (nobody may be queued): 0 with *resource,
  * or TIDE_EWOULDBLOCK, TIDE_EUNAVAILABLE (shed, counted), TIDE_ECLOSED.
- * What try_acquire does, and an acquire that can be answered at once. */
-int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource);
+ * What try_acquire does, and an acquire that can be answered at once.
+ * alone: an exclusive loan, an idle resource only (streams > 1). */
+int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,
+                        bool alone);
+static inline int tide__lend_now(struct tide_evpool *p, int64_t now,
+                                 void **resource)
+{
+    return tide__lend_now_kind(p, now, resource, false);
+}
 /* Hands conn i (lent in the core) to a caller: counts the loan. */
 void tide__loan_start(struct tide_evpool *p, uint32_t i);
 /* Takes back a loan the caller never saw (set aside for a waiter that was
@@ -468,6 +485,30 @@ void tide__conn_give(struct tide_evpool *p, uint32_t i);
 /* Reports how a loan went to the breaker (see core.h, "What feeds the
  * ward"). */
 void tide__report(struct tide_evpool *p, bool ok);
+
+/* shared.c: loans of a resource that may carry several (streams > 1) */
+/* How a loan ends. */
+enum loan_end {
+    LOAN_RELEASED,  /* release: back fit, for the next borrower */
+    LOAN_FAILED,    /* discard: the backend's failure */
+    LOAN_SERVED,    /* retire: it served, and must not be reused */
+    LOAN_ABANDONED, /* abandon: the borrower gave it up; no outcome */
+    LOAN_STALE,     /* stale: closed before any byte was answered; no
+                       outcome unless a first loan died young */
+};
+/* One loan of lent conn i ends (release, discard, retire, abandon or
+ * stale); the last one back does what an exclusive loan's end does.
+ * Returns 0, or TIDE_STALE for a loan taken for stale; conn i may be gone
+ * after. */
+int tide__shared_end(struct tide_evpool *p, uint32_t i, enum loan_end how);
+/* How many waiters at the queue's head the makes in flight cover: one
+ * each, or with streams > 1 as many as a new resource carries (a make
+ * for an exclusive waiter is counted so too: it errs toward waiting for
+ * a make rather than making more than the queue needs). */
+static inline int64_t tide__covered(const struct tide_evpool *p)
+{
+    return p->makes_for_waiters * p->streams;
+}
 
 /* serve.c */
 /* The pump's event made active, once for any number of callers. */

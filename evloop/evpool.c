@@ -35,11 +35,6 @@ static int check_options(const struct tide_evpool_options *o)
      * "not kept" and closed, and topping up makes it again, forever. */
     if (o->min < 0 || o->min > o->limits.size || o->min > o->limits.idle)
         return TIDE_EINVAL;
-    /* The adapter lends a resource to one borrower at a time: with more
-     * streams the core would hand one connection to several callers, each
-     * believing it its own. Refused until the adapter lends shared. */
-    if (o->limits.streams > 1)
-        return TIDE_EINVAL;
     if (o->make_timeout < 0 || o->acquire_timeout <= 0 ||
         o->acquire_timeout == TIDE_FOREVER || o->health_interval < 0 ||
         o->evict_interval < 0 || o->queue_max < 0 || o->leak_after < 0 ||
@@ -154,6 +149,8 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
         free(p);
         return rc;
     }
+    p->streams = tide_pool_limits(p->core).streams;
+    p->shared = p->streams > 1;
     p->breaker = tide_pool_breaker(p->core);
     if (p->breaker)
         tide__breaker_listen(p->breaker, on_breaker_changed, p);
@@ -342,6 +339,9 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->reset_failures = c->reset_failures;
     out->retired = c->retired;
     out->abandoned = c->abandoned;
+    out->loans = tide_pool_loans(p->core);
+    out->busiest = tide_pool_busiest(p->core);
+    out->broken = c->broken;
     out->stale_loans = c->stale_loans;
     struct waits recent;
     tide__recent_merge(&p->recent, now, &recent);

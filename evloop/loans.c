@@ -6,9 +6,13 @@
 static TIDE__INLINE void loan_start(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
+    c->loans++;
+    /* one more loan of a resource lent already (streams > 1): it counts
+     * as lent once, from its first */
+    if (p->shared && c->out++ > 0)
+        return;
     c->state = CONN_LENT;
     c->lent_at = p->now;
-    c->loans++;
     c->leak_reported = false;
     p->lent++;
 }
@@ -22,7 +26,8 @@ void tide__loan_undo(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
     c->loans--;
-    p->lent--;
+    if (!p->shared || --c->out == 0)
+        p->lent--;
     tide__conn_give(p, i);
 }
 
@@ -88,6 +93,8 @@ static TIDE__INLINE void give(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
     if (tide_pool_give_at(p->core, c->slot, tide__conn_key(i), p->now) == 1) {
+        if (c->out > 0) /* other loans of it are out (streams > 1) */
+            return;
         c->state = CONN_IDLE;
         if (p->factory.watch)
             p->factory.watch(p, c->resource, true, p->factory.arg);
@@ -125,6 +132,10 @@ static TIDE__INLINE uint32_t take_idle(struct tide_evpool *p,
 {
     uint32_t i = tide__conn_of_key(t.item);
     void *resource = p->conns[i].resource;
+    /* a shared loan of a resource lent already (streams > 1): it is not
+     * idle, so neither watched nor asked alive() */
+    if (p->conns[i].state == CONN_LENT)
+        return i;
     if (t.answer == TIDE_STALE) {
         tide__conn_leave_idle(p, i, CONN_LEAVING);
         p->counters.stale++;
@@ -157,7 +168,8 @@ uint32_t tide__conn_take_idle(struct tide_evpool *p, struct tide_taken t)
 /* The common lend: the idle head is fresh, alive and lent at once, with
  * nothing live made or destroyed, so no upkeep timer has anything to
  * change. The roll is for makes, and with an idle one there is none. */
-int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
+static TIDE__INLINE int try_acquire(struct tide_evpool *p, void **resource,
+                                    bool alone)
 {
     if (!resource)
         return TIDE_EINVAL;
@@ -169,15 +181,28 @@ int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
         return TIDE_ECLOSED;
     if (p->queued.count > 0) /* never a barge past queued callers */
         return TIDE_EWOULDBLOCK;
-    return tide__lend_now(p, tide__evpool_now_fast(p), resource);
+    return tide__lend_now_kind(p, tide__evpool_now_fast(p), resource, alone);
 }
 
-int tide__lend_now(struct tide_evpool *p, int64_t now, void **resource)
+int tide_evpool_try_acquire(struct tide_evpool *p, void **resource)
+{
+    return try_acquire(p, resource, false);
+}
+
+/* An exclusive loan: an idle resource only (see "Shared loans"). */
+int tide_evpool_try_acquire_alone(struct tide_evpool *p, void **resource)
+{
+    return try_acquire(p, resource, true);
+}
+
+int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,
+                        bool alone)
 {
     int rc = TIDE_EWOULDBLOCK;
     bool changed = false; /* something destroyed, or the answer is no */
     for (;;) {
-        struct tide_taken t = tide_pool_take_idle(p->core, now);
+        struct tide_taken t = alone ? tide_pool_take_idle_alone(p->core, now)
+                                    : tide_pool_take_idle(p->core, now);
         if (t.answer == TIDE_WAIT) /* none idle */
             break;
         if (t.answer == TIDE_SHED) {
@@ -218,6 +243,8 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
     int rc = find_lent(p, resource, &i);
     if (rc)
         return rc;
+    if (p->shared)
+        return tide__shared_end(p, i, LOAN_RELEASED);
     struct conn *c = &p->conns[i];
     /* a first loan settles its make, which wants the time to the tick */
     if (c->untried)
@@ -250,15 +277,6 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
     return 0;
 }
 
-/* How a loan ended that does not give its resource back. */
-enum loan_end {
-    LOAN_FAILED,    /* discard: the backend's failure */
-    LOAN_SERVED,    /* retire: it served, and must not be reused */
-    LOAN_ABANDONED, /* abandon: the borrower gave it up; no outcome */
-    LOAN_STALE,     /* stale: closed before any byte was answered; no
-                       outcome unless a first loan died young */
-};
-
 /* Destroys a lent resource, after telling the ward how its loan ended.
  * Returns 0, TIDE_STALE for a loan taken for stale, or the error. */
 static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
@@ -269,6 +287,8 @@ static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
     int rc = find_lent(p, resource, &i);
     if (rc)
         return rc;
+    if (p->shared)
+        return tide__shared_end(p, i, how);
     tide__evpool_now(p);
     if (how == LOAN_STALE) {
         /* The peer closed a connection that served (or lived past

@@ -65,6 +65,10 @@ static void drop_retry_if_unwanted(struct tide_evpool *p)
 /* The oldest waiter gets conn i, lent in the core. */
 static void hand_over(struct tide_evpool *p, uint32_t i)
 {
+    /* made for, or handed to, a caller who wants it alone: a new one has
+     * this loan only, so nobody else is lent it while it is held */
+    if (p->shared && p->queued.head->alone)
+        (void)tide_pool_alone(p->core, tide__conn_key(i));
     tide__loan_start(p, i);
     tide__waiter_lend(p, p->queued.head, p->conns[i].resource);
 }
@@ -109,7 +113,7 @@ static void lend_idle(struct tide_evpool *p, struct tide_taken t)
 static struct tide_acquire *first_uncovered(struct tide_evpool *p)
 {
     struct tide_acquire *w = p->queued.head;
-    for (int64_t k = 0; w && k < p->makes_for_waiters; k++)
+    for (int64_t k = 0, n = tide__covered(p); w && k < n; k++)
         w = w->next;
     return w;
 }
@@ -170,13 +174,20 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
 static void serve_waiters(struct tide_evpool *p)
 {
     while (p->queued.count > 0 && may_go_on(p)) {
-        struct tide_taken t = tide_pool_take_idle(p->core, p->now);
+        /* the head's kind decides; shared ones behind an exclusive head
+         * wait behind it (FIFO across both kinds: see core.h) */
+        bool alone = p->queued.head->alone;
+        struct tide_taken t = alone ? tide_pool_take_idle_alone(p->core, p->now)
+                                    : tide_pool_take_idle(p->core, p->now);
         if (t.answer == TIDE_WAIT) { /* none idle */
-            if (p->makes_for_waiters >= p->queued.count)
+            if (tide__covered(p) >= p->queued.count)
                 return; /* every waiter without a resource has a make coming */
-            if (tide_pool_must_wait(p->core))
+            if (alone ? tide_pool_must_wait_alone(p->core)
+                      : tide_pool_must_wait(p->core))
                 return; /* all lent: the take would say WAIT */
-            t = tide_pool_take(p->core, p->now, tide__evpool_roll(p));
+            double roll = tide__evpool_roll(p);
+            t = alone ? tide_pool_take_alone(p->core, p->now, roll)
+                      : tide_pool_take(p->core, p->now, roll);
         }
         switch (t.answer) {
         case TIDE_READY:
@@ -184,7 +195,9 @@ static void serve_waiters(struct tide_evpool *p)
             lend_idle(p, t);
             /* a busy pool's usual round: its one idle resource went to the
              * head, and the next take could only wait */
-            if (p->queued.count > 0 && tide_pool_must_wait(p->core))
+            if (p->queued.count > 0 &&
+                (p->queued.head->alone ? tide_pool_must_wait_alone(p->core)
+                                       : tide_pool_must_wait(p->core)))
                 return;
             break;
         case TIDE_MAKE:

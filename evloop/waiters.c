@@ -137,16 +137,16 @@ static bool answer_at_once(struct tide_evpool *p, struct tide_acquire *w)
         (p->breaker && tide_breaker_state(p->breaker) != TIDE_BREAKER_ACTIVE))
         return false;
     void *resource;
-    if (tide__lend_now(p, w->start, &resource) != 0)
+    if (tide__lend_now_kind(p, w->start, &resource, w->alone) != 0)
         return false;
     /* no timeout: a clean record has none */
     ready(p, w, 0, resource, TIDE_GUARD_NONE, 0, NULL);
     return true;
 }
 
-int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
-                        tide_acquire_cb cb, void *arg,
-                        struct tide_acquire **handle)
+static TIDE__INLINE int acquire(struct tide_evpool *p, int64_t timeout,
+                                tide_acquire_cb cb, void *arg,
+                                struct tide_acquire **handle, bool alone)
 {
     if (handle)
         *handle = NULL;
@@ -163,6 +163,7 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
     if (!w)
         return TIDE_ENOMEM;
     w->state = WAITER_QUEUED;
+    w->alone = alone;
     w->cb = cb;
     w->arg = arg;
     w->start = tide__evpool_now(p);
@@ -184,6 +185,20 @@ int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
     if (handle)
         *handle = w;
     return 0;
+}
+
+int tide_evpool_acquire(struct tide_evpool *p, int64_t timeout,
+                        tide_acquire_cb cb, void *arg,
+                        struct tide_acquire **handle)
+{
+    return acquire(p, timeout, cb, arg, handle, false);
+}
+
+int tide_evpool_acquire_alone(struct tide_evpool *p, int64_t timeout,
+                              tide_acquire_cb cb, void *arg,
+                              struct tide_acquire **handle)
+{
+    return acquire(p, timeout, cb, arg, handle, true);
 }
 
 void tide_evpool_cancel(struct tide_acquire *w, bool notify)

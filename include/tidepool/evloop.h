@@ -147,7 +147,9 @@ struct tide_factory {
 
 /* ---- options ---------------------------------------------------------- */
 
-/* A loan older than leak_after; called once per loan, from the loop. */
+/* A loan older than leak_after; called once per loan, from the loop. With
+ * streams > 1, once per spell a resource has loans out, counted from the
+ * first of them. */
 typedef void (*tide_leak_cb)(struct tide_evpool *pool, void *resource,
                              int64_t held, void *arg);
 
@@ -168,7 +170,9 @@ struct tide_evpool_options {
     int64_t queue_max;         /* waiters at most; preset 4096 */
     int64_t leak_after;        /* report loans older; preset TIDE_FOREVER */
     int64_t retire_after;      /* destroy after this many loans; preset
-                                  TIDE_UNLIMITED */
+                                  TIDE_UNLIMITED. With streams > 1 it
+                                  drains at that many: no new loan, and
+                                  destroyed after its last */
     int64_t lag_interval;      /* loop-lag probe period for the shedder;
                                   preset 100 ms */
     uint64_t seed;             /* random source; 0: seeded from the clock */
@@ -182,9 +186,8 @@ struct tide_evpool_options {
  * table is copied; factory->arg is borrowed. Starts making `min` resources.
  * Returns 0; TIDE_EINVAL (NULL base/factory/out, make or destroy missing,
  * min > size or min > idle, an infinite acquire_timeout, a negative span or
- * count, limits.streams above 1: the adapter does not lend shared yet); the
- * core's
- * TIDE_ELIMITS/EBREAKER/EBUCKET/EBACKOFF/ESHEDDER; TIDE_ENOMEM. */
+ * count); the core's TIDE_ELIMITS/EBREAKER/EBUCKET/EBACKOFF/ESHEDDER;
+ * TIDE_ENOMEM. limits.streams above 1 lends shared: see "Shared loans". */
 TIDE_API TIDE_MUST_USE int tide_evpool_new(struct event_base *base,
                                            const struct tide_factory *factory,
                                            const struct tide_evpool_options *o,
@@ -258,7 +261,8 @@ TIDE_API int tide_evpool_try_acquire(struct tide_evpool *p, void **resource);
  * A second release of the same pointer is caught only while the resource
  * is not lent again: once the pool has lent it to another caller, a stale
  * release looks exactly like that caller's, since resources are known by
- * their address. Release once. */
+ * their address. Release once. With streams > 1 a release ends one loan
+ * of a resource several borrowers may hold: see "Shared loans". */
 TIDE_API int tide_evpool_release(struct tide_evpool *p, void *resource);
 
 /* Gives back a broken one: destroyed, and its place wakes a waiter. It also
@@ -303,6 +307,98 @@ TIDE_API int tide_evpool_abandon(struct tide_evpool *p, void *resource);
  * or TIDE_EINVAL as discard. A first loan on a connection older than that
  * proved its make by living: stale. */
 TIDE_API int tide_evpool_stale(struct tide_evpool *p, void *resource);
+
+/* With limits.streams above 1 a resource carries up to that many loans at
+ * once (a Redis connection pipelining, an HTTP/2 connection's streams): an
+ * acquire is answered with a resource already lent to others when one has
+ * room (limits.sharing picks which), before a make. With streams 1 (the
+ * preset) nothing here changes anything: every loan is alone.
+ *
+ * A loan is named by its resource and counted. acquire hands the same
+ * pointer to several borrowers; release, discard, retire, abandon and stale
+ * end one loan of it, and one more than are out answers TIDE_EBUSY. The
+ * pool cannot tell which borrower's loan a call ends, so a second release
+ * by one borrower while others hold the resource ends another's loan: the
+ * protocol layer names its borrowers (a stream id, a tag in each frame),
+ * and ends each one's loan exactly once.
+ *
+ * How each end of a loan works on a shared resource:
+ *   release   one loan ends. The last one back (none other out) is what a
+ *             release of an exclusive loan is: reusable() is asked, reset
+ *             runs, and it goes idle (watched) or is destroyed. Before
+ *             that, bytes in flight belong to the other borrowers.
+ *   discard   the borrower says the connection broke: it breaks for every
+ *             loan (tide_evpool_break); it takes no new loan and is
+ *             destroyed, once, when its last loan comes back (by release,
+ *             discard or abandon). The breaker and backoff hear ONE
+ *             failure for it, however many loans are discarded.
+ *   retire    an accepted release, and the resource drains: no new loan,
+ *             destroyed when its last loan is back.
+ *   abandon   no outcome; it drains (an exchange was left half done).
+ *   stale     the peer closed it before answering: TIDE_STALE and no
+ *             outcome, as for an exclusive loan (a first loan dying young
+ *             is a failed make); it drains, for every loan.
+ * The idle watch, health checks, alive() and reset run only on a resource
+ * with no loan out; while it is being reset it takes no loan. One with
+ * loans is neither watched nor checked: the protocol layer sees its
+ * failures (a read error, EOF with replies owed) and calls break.
+ *
+ * An exclusive loan (acquire_alone, try_acquire_alone): a resource with no
+ * other loan, which nobody shares while it is held (Redis MULTI/WATCH,
+ * blocking commands, a subscriber). Shared and exclusive acquires wait in
+ * ONE FIFO queue: an exclusive caller at the head holds back the shared
+ * ones behind it until a resource drains to no loan or one can be made,
+ * so it is never starved by a stream of shared loans.
+ *
+ * The pattern a protocol layer follows:
+ *   - One reader per connection, owned by the protocol layer, not by a
+ *     borrower: the layer keeps, beside each connection, the table of its
+ *     borrowers with requests in flight (in order, for Redis; by stream or
+ *     tag, for HTTP/2 or a tagged protocol). It installs the connection's
+ *     read callback when the connection gets its first borrower and keeps
+ *     it for as long as any loan is out; a borrower never touches the
+ *     read side (nor sets callbacks) of a shared resource.
+ *   - A borrower writes its request (tagged, or queued in order) and waits
+ *     for the layer to call it back; the reader parses each reply and
+ *     hands it to the borrower its tag (or the head of the in-order
+ *     queue) names, and only then does that borrower release its loan.
+ *     A reply for no borrower in flight is a protocol error: break.
+ *   - On a read error, EOF or a protocol error with loans out, the layer
+ *     calls tide_evpool_break once and fails every borrower in flight;
+ *     each then discards (or abandons) its loan, and the resource is
+ *     destroyed after the last. On a peer's GOAWAY or SETTINGS, it calls
+ *     tide_evpool_set_streams.
+ *   - When the last loan is back the layer stops reading before release
+ *     (the pool's idle watch takes over the read side while idle).
+ */
+
+/* tide_evpool_acquire for an exclusive loan (see "Shared loans"). With
+ * streams 1 it is tide_evpool_acquire. */
+TIDE_API int tide_evpool_acquire_alone(struct tide_evpool *p, int64_t timeout,
+                                       tide_acquire_cb cb, void *arg,
+                                       struct tide_acquire **handle);
+/* tide_evpool_try_acquire for an exclusive loan: an idle resource only. */
+TIDE_API int tide_evpool_try_acquire_alone(struct tide_evpool *p,
+                                           void **resource);
+/* The protocol layer saw a shared resource fail with loans out (a reset,
+ * EOF with replies owed, a GOAWAY with an error): it takes no new loan and
+ * is destroyed once its last loan is back. 1 when this call broke it (the
+ * one failure the breaker hears), 0 when it was broken already (a break,
+ * or a discard of one of its loans); TIDE_EBUSY (no loan out),
+ * TIDE_EUNKNOWN, TIDE_EINVAL (NULL, or streams 1: discard the loan). */
+TIDE_API int tide_evpool_break(struct tide_evpool *p, void *resource);
+/* How many loans resource may carry from now on (an HTTP/2 SETTINGS),
+ * held to limits.streams; loans out above it stay out. 0 drains it (a
+ * GOAWAY): no new loan, destroyed once none is out (an idle one at once),
+ * with no failure; a drain is final. Waiters are served again as room
+ * appears. 0; TIDE_EINVAL (negative, NULL), TIDE_EUNKNOWN, TIDE_EBUSY (on
+ * its way to destroy). */
+TIDE_API int tide_evpool_set_streams(struct tide_evpool *p, void *resource,
+                                     int64_t streams);
+/* How resource is shared now (see core.h's struct tide_share): 0,
+ * TIDE_EINVAL or TIDE_EUNKNOWN. */
+TIDE_API int tide_evpool_share(const struct tide_evpool *p,
+                               const void *resource, struct tide_share *out);
 
 /* ---- answers from the factory ----------------------------------------- */
 
@@ -360,10 +456,17 @@ struct tide_evpool_stats {
                                 request half written): destroyed */
     uint64_t reset_failures; /* resets answered not ok: destroyed */
     uint64_t retired;        /* lent ones given back by tide_evpool_retire */
-    uint64_t abandoned;      /* lent ones given back by tide_evpool_abandon */
+    uint64_t abandoned;      /* loans given back by tide_evpool_abandon */
     uint64_t stale_loans;    /* loans tide_evpool_stale took for stale: no
                                 outcome (its first loans that count as
                                 failed makes are in make_failures) */
+    /* shared loans (streams > 1; with streams 1 loans = lent, busiest is
+     * 0 or 1): live, idle and lent above count resources (connections) */
+    int64_t loans;   /* loans out now, answers not yet delivered and
+                        resources being reset included */
+    int64_t busiest; /* the most loans one resource carries now */
+    uint64_t broken; /* resources broken with loans out (discard, break,
+                        dirty last release), each once */
     /* acquire-wait distribution (ns), from acquire to callback, served
      * acquires only; 0 before the first */
     int64_t wait_p50;

@@ -19,6 +19,7 @@
 
 #include "certs.h"
 #include "echo.h"
+#include "mux.h"
 
 #define CALLERS      50
 #define POOL_SIZE    16
@@ -52,6 +53,7 @@ struct caller {
     int64_t deadline; /* ms: the acquire's answer is due by then */
     bool late;        /* this acquire was counted as hung */
     bool up;          /* this acquire was issued while the backend was up */
+    bool alone;       /* this acquire asked for an exclusive loan */
     struct bufferevent *bev; /* lent to this caller */
     uint64_t id;             /* of the request in flight */
     struct event *timer;     /* think time, or the pause after an error */
@@ -59,6 +61,13 @@ struct caller {
 };
 
 /* Everything one phase owns; torn down from the loop. */
+/* The factory's table behind one that checks each destroy: a connection
+ * the protocol layer still has borrowers on must never be destroyed. */
+struct guarded {
+    struct tide_factory inner;
+    struct load *ld;
+};
+
 struct load {
     const struct chaos_phase *ph;
     struct chaos_figures *fig;
@@ -72,6 +81,10 @@ struct load {
     struct tide_tcp_factory *tcp;
     struct tide_tls_factory *tls;
     struct tide_factory table;
+    struct guarded guard;
+    struct mux_server *mux_server; /* shared loans: the backend */
+    struct mux_client *mux;        /* ... and the protocol layer */
+    int ticks;
     struct tide_evpool *pool;
     struct event *ticker;
     int64_t t0;
@@ -137,35 +150,34 @@ enum end {
     END_BAD,   /* anything else: discarded */
 };
 
+/* The exchange is over (its loan ended): think, or pause after an error
+ * (a stale connection is no reason to wait: the next one serves). */
+static void caller_done(struct caller *c, enum end how)
+{
+    c->bev = NULL;
+    c->state = C_IDLE;
+    caller_later(c, how == END_BAD ? pause_ms(c) : think_ms(c));
+}
+
 static void end_exchange(struct caller *c, enum end how)
 {
     struct load *ld = c->ld;
     struct bufferevent *bev = c->bev;
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(bev, NULL, NULL);
-    c->bev = NULL;
-    c->state = C_IDLE;
     int rc = how == END_GOOD    ? tide_evpool_release(ld->pool, bev)
              : how == END_STALE ? tide_evpool_stale(ld->pool, bev)
                                 : tide_evpool_discard(ld->pool, bev);
     if (rc < 0)
         ld->fig->misuse++;
-    /* a stale connection is no reason to wait: the next one serves */
-    caller_later(c, how == END_BAD ? pause_ms(c) : think_ms(c));
+    caller_done(c, how);
 }
 
-/* The reply: exactly one frame, and it must be this caller's. */
-static void on_reply(struct bufferevent *bev, void *arg)
+/* Whether got (FRAME bytes, then `extra` more or not) is exactly this
+ * caller's reply; what it was else is counted. */
+static bool judge(struct caller *c, const char *got, bool extra)
 {
-    struct caller *c = arg;
     struct chaos_figures *fig = c->ld->fig;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    if (evbuffer_get_length(in) < FRAME)
-        return;
-    char got[FRAME + 1];
-    bool extra = evbuffer_get_length(in) > FRAME;
-    evbuffer_remove(in, got, FRAME);
-    got[FRAME] = '\0';
     char *end = NULL;
     uint64_t id = 0;
     bool framed = got[0] == '#' && got[FRAME - 1] == '\n';
@@ -177,16 +189,48 @@ static void on_reply(struct bufferevent *bev, void *arg)
      * (its own often does, when both came late together) */
     if (framed && id != c->id) {
         fig->wrong_caller++;
-        end_exchange(c, END_BAD);
-    } else if (!framed || extra) {
-        fig->malformed++;
-        end_exchange(c, END_BAD);
-    } else {
-        fig->ok++;
-        if (c->ld->stage == HEAL)
-            fig->ok_healed++;
-        end_exchange(c, END_GOOD);
+        return false;
     }
+    if (!framed || extra) {
+        fig->malformed++;
+        return false;
+    }
+    fig->ok++;
+    if (c->ld->stage == HEAL)
+        fig->ok_healed++;
+    return true;
+}
+
+/* The reply: exactly one frame, and it must be this caller's. */
+static void on_reply(struct bufferevent *bev, void *arg)
+{
+    struct caller *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    if (evbuffer_get_length(in) < FRAME)
+        return;
+    char got[FRAME + 1];
+    bool extra = evbuffer_get_length(in) > FRAME;
+    evbuffer_remove(in, got, FRAME);
+    got[FRAME] = '\0';
+    end_exchange(c, judge(c, got, extra) ? END_GOOD : END_BAD);
+}
+
+/* A reply routed by the protocol layer (shared loans), which ends the
+ * loan as this says. */
+static bool on_mux_reply(int status, const char *frame, void *arg)
+{
+    struct caller *c = arg;
+    bool good = false;
+    if (status != 0) {
+        c->ld->fig->io_errors++;
+    } else {
+        char got[FRAME + 1];
+        memcpy(got, frame, FRAME);
+        got[FRAME] = '\0';
+        good = judge(c, got, false);
+    }
+    caller_done(c, good ? END_GOOD : END_BAD);
+    return good;
 }
 
 /* A close (EOF, a reset, an error) before any byte of the reply came is
@@ -213,6 +257,12 @@ static void exchange(struct caller *c, struct bufferevent *bev)
                      (unsigned)c->index);
     memset(frame + n, '.', (size_t)(FRAME - 1 - n));
     frame[FRAME - 1] = '\n';
+    if (ld->mux && !c->alone) {
+        mux_send(ld->mux, bev, c->id, frame, on_mux_reply, c);
+        return;
+    }
+    if (ld->mux && mux_holds(ld->mux, bev))
+        ld->fig->alone_shared++; /* an exclusive loan, shared */
     struct timeval tv = ms_tv(IO_TIMEOUT_MS);
     bufferevent_setcb(bev, on_reply, NULL, on_trouble, c);
     bufferevent_set_timeouts(bev, &tv, &tv);
@@ -268,8 +318,13 @@ static void caller_acquire(struct caller *c)
     c->deadline = tide_test_now_ms() + ACQUIRE_TIMEOUT_MS + ANSWER_SLACK_MS;
     c->late = false;
     c->state = C_ACQUIRING;
-    int rc = tide_evpool_acquire(ld->pool, TIDE_MS(ACQUIRE_TIMEOUT_MS),
-                                 on_acquired, c, NULL);
+    c->alone = ld->ph->alone_every > 0 && c->index % ld->ph->alone_every == 0;
+    int rc = c->alone ? tide_evpool_acquire_alone(
+                            ld->pool, TIDE_MS(ACQUIRE_TIMEOUT_MS),
+                            on_acquired, c, NULL)
+                      : tide_evpool_acquire(ld->pool,
+                                            TIDE_MS(ACQUIRE_TIMEOUT_MS),
+                                            on_acquired, c, NULL);
     if (rc != 0) { /* refused at once, no callback: an answer too */
         c->state = C_IDLE;
         fig->answers++;
@@ -334,6 +389,25 @@ static void teardown(struct load *ld)
         chaos_proxy_free(ld->proxy);
     }
     ld->proxy = NULL;
+    if (ld->mux) {
+        struct mux_stats ms;
+        mux_client_stats(ld->mux, &ms);
+        fig->breaks = ms.breaks;
+        fig->stray = ms.stray;
+        fig->drains = ms.drains;
+        fig->misuse += ms.refused;
+        fig->most_at_break = ms.most_at_break;
+        fig->most_shared = ms.most_shared;
+        fig->sessions_left = ms.sessions;
+        if (ms.sessions == 0)
+            mux_client_free(ld->mux); /* else leaked: the check says so */
+        ld->mux = NULL;
+    }
+    if (ld->mux_server) {
+        fig->faults += mux_server_closes(ld->mux_server) + fig->drains;
+        mux_server_free(ld->mux_server);
+    }
+    ld->mux_server = NULL;
     chaos_echo_free(ld->echo);
     ld->echo = NULL;
     if (ld->ticker)
@@ -390,11 +464,17 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         }
     }
     int64_t t = now - ld->t0;
+    if (ld->stage == FAULT && ld->ph->drain && ++ld->ticks % 3 == 0)
+        (void)mux_drain_busiest(ld->mux);
     if (ld->stage == WARM && t >= WARM_MS) {
         ld->stage = FAULT;
         if (!chaos_proxy_set(ld->proxy, ld->ph->fault, ld->ph->knobs))
             ld->fig->setup_ok = false;
+        if (ld->mux_server)
+            mux_server_close_every(ld->mux_server, ld->ph->close_every);
     } else if (ld->stage == FAULT && t >= WARM_MS + FAULT_MS) {
+        if (ld->mux_server)
+            mux_server_close_every(ld->mux_server, 0);
         ld->stage = HEAL;
         if (!chaos_proxy_set(ld->proxy, CHAOS_NONE, ld->ph->knobs))
             ld->fig->setup_ok = false;
@@ -404,6 +484,74 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         ld->fig->close_forced = true;
         teardown(ld); /* frees this timer too: safe from its callback */
     }
+}
+
+/* ---- the guarded factory: each hook passes through to the factory's ---- */
+
+#define INNER(arg) (&((struct guarded *)(arg))->inner)
+
+static void g_make(struct tide_evpool *p, struct tide_make *t, void *arg)
+{
+    INNER(arg)->make(p, t, INNER(arg)->arg);
+}
+
+static void g_destroy(void *r, void *arg)
+{
+    struct guarded *g = arg;
+    if (g->ld->mux && mux_holds(g->ld->mux, r))
+        g->ld->fig->destroyed_lent++;
+    g->inner.destroy(r, g->inner.arg);
+}
+
+static void g_cancel(struct tide_make *t, void *arg)
+{
+    INNER(arg)->cancel(t, INNER(arg)->arg);
+}
+
+static bool g_alive(void *r, void *arg)
+{
+    return INNER(arg)->alive(r, INNER(arg)->arg);
+}
+
+static bool g_reusable(void *r, void *arg)
+{
+    return INNER(arg)->reusable(r, INNER(arg)->arg);
+}
+
+static void g_check(struct tide_evpool *p, struct tide_check *t, void *r,
+                    void *arg)
+{
+    INNER(arg)->check(p, t, r, INNER(arg)->arg);
+}
+
+static void g_reset(struct tide_evpool *p, struct tide_reset *t, void *r,
+                    void *arg)
+{
+    INNER(arg)->reset(p, t, r, INNER(arg)->arg);
+}
+
+static void g_watch(struct tide_evpool *p, void *r, bool idle, void *arg)
+{
+    INNER(arg)->watch(p, r, idle, INNER(arg)->arg);
+}
+
+/* ld->table becomes the guard over the factory's own table. */
+static void guard(struct load *ld)
+{
+    struct tide_factory *in = &ld->guard.inner;
+    *in = ld->table;
+    ld->guard.ld = ld;
+    ld->table = (struct tide_factory){
+        .make = g_make,
+        .destroy = g_destroy,
+        .cancel = in->cancel ? g_cancel : NULL,
+        .alive = in->alive ? g_alive : NULL,
+        .reusable = in->reusable ? g_reusable : NULL,
+        .check = in->check ? g_check : NULL,
+        .reset = in->reset ? g_reset : NULL,
+        .watch = in->watch ? g_watch : NULL,
+        .arg = &ld->guard,
+    };
 }
 
 static bool start(struct load *ld)
@@ -419,10 +567,19 @@ static bool start(struct load *ld)
         if (!ld->ca_pem || !server_ctx)
             return false;
     }
-    ld->echo = chaos_echo_new(ld->base, server_ctx);
-    if (!ld->echo)
-        return false;
-    ld->proxy = chaos_proxy_new(ld->base, chaos_echo_port(ld->echo));
+    uint16_t backend;
+    if (ph->streams > 1) {
+        ld->mux_server = mux_server_new(ld->base, server_ctx, ph->reorder, 0);
+        if (!ld->mux_server)
+            return false;
+        backend = mux_server_port(ld->mux_server);
+    } else {
+        ld->echo = chaos_echo_new(ld->base, server_ctx);
+        if (!ld->echo)
+            return false;
+        backend = chaos_echo_port(ld->echo);
+    }
+    ld->proxy = chaos_proxy_new(ld->base, backend);
     ld->dns = evdns_base_new(ld->base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
     if (!ld->proxy || !ld->dns)
         return false;
@@ -455,8 +612,11 @@ static bool start(struct load *ld)
     struct tide_ward ward = {.breaker = &adaptive};
     if (ph->ward == CHAOS_WARD_STRIKES)
         ward = (struct tide_ward){.breaker = &strikes, .backoff = &backoff};
+    if (ph->streams > 1)
+        guard(ld);
     struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.size = POOL_SIZE),
+        .limits = TIDE_LIMITS(.size = POOL_SIZE,
+                              .streams = ph->streams > 1 ? ph->streams : 1),
         .ward = ward,
         .min = 4,
         /* above connect + handshake, so the factory's own error answers */
@@ -467,8 +627,15 @@ static bool start(struct load *ld)
         .retire_after = 25,
         .seed = 7,
     };
+    if (ph->streams > 1)
+        o.retire_after = 400; /* loans, 16 at once: drains now and then */
     if (tide_evpool_new(ld->base, &ld->table, &o, &ld->pool) != 0)
         return false;
+    if (ph->streams > 1) {
+        ld->mux = mux_client_new(ld->pool, !ph->reorder);
+        if (!ld->mux)
+            return false;
+    }
 
     ld->ticker = event_new(ld->base, -1, EV_PERSIST, on_tick, ld);
     struct timeval tick = ms_tv(20);
@@ -550,6 +717,12 @@ static void print_line(const char *label, const struct chaos_figures *f)
            share(f->refused_up, f->acquires_up), f->made, f->destroyed,
            f->timeouts, f->refused, f->other_errors, f->io_errors, f->malformed,
            f->lost, f->make_failures, f->stale_loans, f->ok_healed);
+    if (f->most_shared > 0)
+        printf("      %-26s shared: most on one %" PRId64 " breaks %" PRIu64
+               " (most loans at a break %" PRId64 ") drains %" PRIu64
+               " stray %" PRIu64 "\n",
+               label, f->most_shared, f->breaks, f->most_at_break, f->drains,
+               f->stray);
     fflush(stdout);
 }
 
@@ -651,6 +824,19 @@ void chaos_check(const struct chaos_figures *f)
     ck_assert_msg(f->fds_after == f->fds_before,
                   "%s: %d descriptors open, %d at start", f->name, f->fds_after,
                   f->fds_before);
+    ck_assert_msg(f->stray == 0,
+                  "%s: %" PRIu64 " replies for no borrower in flight", f->name,
+                  f->stray);
+    ck_assert_msg(f->destroyed_lent == 0,
+                  "%s: %" PRIu64 " connections destroyed with borrowers on "
+                  "them",
+                  f->name, f->destroyed_lent);
+    ck_assert_msg(f->alone_shared == 0,
+                  "%s: %" PRIu64 " exclusive loans shared", f->name,
+                  f->alone_shared);
+    ck_assert_msg(f->sessions_left == 0,
+                  "%s: %" PRId64 " protocol sessions left open", f->name,
+                  f->sessions_left);
     if (!f->backend_down)
         ck_assert_msg(f->refused_up * 100 <= f->acquires_up * 5,
                       "%s: the breaker refused %" PRIu64 " of %" PRIu64

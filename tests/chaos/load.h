@@ -43,6 +43,16 @@ struct chaos_phase {
     int think_ms; /* the most a caller pauses between exchanges; 0: up to
                      18 ms (callers differ). Longer leaves connections
                      quiet in the pool, where the idle faults strike. */
+    /* Shared loans (limits.streams > 1): the callers speak the multiplexed
+     * echo protocol of mux.h, several on one connection, to its server
+     * (in place of the echo server). 0 or 1: one borrower a connection. */
+    int streams;
+    bool reorder;    /* the server answers out of order */
+    int close_every; /* the server closes a connection, loans out, every
+                        n-th frame, while the fault is on */
+    bool drain;      /* while the fault is on, the connection with the
+                        most borrowers is drained (capacity 0) every 60 ms */
+    int alone_every; /* every n-th caller acquires alone (exclusive) */
 };
 
 /* One phase's figures. Counts are over the whole phase unless said. */
@@ -77,6 +87,17 @@ struct chaos_figures {
     uint64_t make_failures;
     uint64_t lost;
     uint64_t stale_loans; /* loans the pool took for stale */
+    /* shared loans (streams > 1) */
+    uint64_t breaks;        /* connections the protocol layer broke */
+    uint64_t stray;         /* replies for no borrower in flight */
+    uint64_t drains;        /* connections drained with loans out */
+    uint64_t destroyed_lent; /* connections destroyed with a borrower on
+                                them (the protocol layer's session open) */
+    uint64_t alone_shared;  /* exclusive loans that found another borrower
+                               on their connection */
+    int64_t most_at_break;  /* the most borrowers on a broken connection */
+    int64_t most_shared;    /* the most borrowers seen on one connection */
+    int64_t sessions_left;  /* protocol sessions open after the close */
     bool closed;       /* tide_evpool_close's done came */
     bool close_forced; /* it did not within 5 s: freed by force */
     bool loop_exited;  /* event_base_dispatch returned */

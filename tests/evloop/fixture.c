@@ -376,6 +376,18 @@ int acquire_rc(int64_t timeout, struct tide_acquire **handle,
     return rc;
 }
 
+struct answer *acquire_alone(int64_t timeout)
+{
+    ck_assert_int_lt(fx->n_answers, ANSWERS_MAX);
+    struct answer *a = &fx->answers[fx->n_answers];
+    memset(a, 0, sizeof *a);
+    a->status = 1; /* not answered */
+    ck_assert_int_eq(
+        tide_evpool_acquire_alone(fx->pool, timeout, on_answer, a, NULL), 0);
+    fx->n_answers++;
+    return a;
+}
+
 struct answer *acquire(int64_t timeout, struct tide_acquire **handle)
 {
     struct answer *a = NULL;

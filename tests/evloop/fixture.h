@@ -114,6 +114,8 @@ struct answer *acquire(int64_t timeout, struct tide_acquire **handle);
  * sets *slot (may be NULL) to the answer slot. */
 int acquire_rc(int64_t timeout, struct tide_acquire **handle,
                struct answer **slot);
+/* acquire for an exclusive loan (tide_evpool_acquire_alone). */
+struct answer *acquire_alone(int64_t timeout);
 /* Runs the loop for ms milliseconds (fewer if it runs out of events). */
 void run_ms(int ms);
 /* Runs the loop until pred() or ms milliseconds passed; returns pred(). */

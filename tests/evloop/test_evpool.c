@@ -42,8 +42,6 @@ START_TEST(new_refuses_invalid_options)
         {.leak_after = -1},
         {.retire_after = -1},
         {.lag_interval = -1},
-        /* one connection to several callers: not lent shared yet */
-        {.limits = TIDE_LIMITS(.streams = 2)},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(try_new(&bad[i]) == TIDE_EINVAL, "bad options %zu", i);
@@ -71,6 +69,9 @@ START_TEST(new_refuses_invalid_options)
         {0},
         {.limits = TIDE_LIMITS(.size = 3), .min = 3},
         {.limits = TIDE_LIMITS(.size = TIDE_UNLIMITED)},
+        /* one connection to several callers: lent shared */
+        {.limits = TIDE_LIMITS(.streams = 2)},
+        {.limits = TIDE_LIMITS(.streams = TIDE_STREAMS_MAX)},
         {.make_timeout = TIDE_FOREVER,
          .health_interval = TIDE_FOREVER,
          .evict_interval = TIDE_FOREVER,

@@ -27,12 +27,15 @@ struct call {
     int answers;
     int status;
     struct fake *held; /* lent to this caller and not given back yet */
+    bool alone;        /* asked for an exclusive loan */
 };
 
 static struct call calls[CALLS_MAX];
 static int n_calls;
 static uint64_t rng;
 static bool free_in_callback; /* the next answer frees the pool */
+static int64_t streams;       /* limits.streams of the run: above 1, shared */
+static int most_holders;      /* the most callers seen on one resource */
 
 static uint32_t draw(uint32_t n)
 {
@@ -42,14 +45,25 @@ static uint32_t draw(uint32_t n)
     return (uint32_t)(rng % n);
 }
 
-/* A resource just lent to c: alive, unwatched, and lent to no one else. */
+/* A resource just lent to c: alive, unwatched, and lent to no one else;
+ * with shared loans, to at most streams - 1 others, none of them alone,
+ * and to none if c asked for it alone. */
 static void check_lent(struct call *c, struct fake *f)
 {
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(f->destroyed, 0);
     ck_assert(!f->watched);
-    for (int i = 0; i < n_calls; i++)
-        ck_assert_msg(calls[i].held != f, "fake %d lent twice", f->id);
+    int others = 0;
+    for (int i = 0; i < n_calls; i++) {
+        if (calls[i].held != f)
+            continue;
+        others++;
+        ck_assert_msg(streams > 1 && !c->alone && !calls[i].alone,
+                      "fake %d lent twice", f->id);
+    }
+    ck_assert_int_lt(others, streams);
+    if (others + 1 > most_holders)
+        most_holders = others + 1;
     c->held = f;
 }
 
@@ -159,7 +173,9 @@ static void check_counts(void)
     int held = 0;
     for (int i = 0; i < n_calls; i++)
         held += calls[i].held != NULL;
-    ck_assert_int_le(held, s.lent);
+    ck_assert_int_le(held, streams > 1 ? s.loans : s.lent);
+    ck_assert_int_le(s.busiest, streams);
+    ck_assert_int_le(s.lent, s.loans);
 }
 
 static struct call *pick(bool (*fits)(const struct call *))
@@ -183,6 +199,34 @@ static bool is_holding(const struct call *c)
     return c->held != NULL;
 }
 
+/* Shared loans only: the other ends of a loan, a break, a capacity. */
+static void shared_step(void)
+{
+    struct call *c = pick(is_holding);
+    if (!c)
+        return;
+    struct fake *f = c->held;
+    switch (draw(5)) {
+    case 0: { /* the protocol layer breaks it; the loans still come back */
+        int rc = tide_evpool_break(fx->pool, f);
+        ck_assert(rc == 0 || rc == 1);
+        break;
+    }
+    case 1: { /* a SETTINGS or a GOAWAY */
+        ck_assert_int_eq(tide_evpool_set_streams(fx->pool, f, draw(4)), 0);
+        break;
+    }
+    case 2:
+        c->held = NULL;
+        ck_assert_int_eq(tide_evpool_retire(fx->pool, f), 0);
+        break;
+    default:
+        c->held = NULL;
+        ck_assert_int_eq(tide_evpool_abandon(fx->pool, f), 0);
+        break;
+    }
+}
+
 static void step(void)
 {
     switch (draw(12)) {
@@ -193,8 +237,11 @@ static void step(void)
             break;
         struct call *c = &calls[n_calls++];
         int64_t timeout = draw(4) == 0 ? 0 : TIDE_MS(1 + draw(40));
-        int rc =
-            tide_evpool_acquire(fx->pool, timeout, on_answer, c, &c->handle);
+        c->alone = streams > 1 && draw(4) == 0;
+        int rc = c->alone ? tide_evpool_acquire_alone(fx->pool, timeout,
+                                                      on_answer, c, &c->handle)
+                          : tide_evpool_acquire(fx->pool, timeout, on_answer,
+                                                c, &c->handle);
         if (rc != 0) {
             ck_assert(rc == TIDE_EQUEUEFULL || rc == TIDE_ECLOSED);
             ck_assert_ptr_null(c->handle);
@@ -283,15 +330,22 @@ static void step(void)
         break;
     }
     default:
+        if (streams > 1)
+            shared_step();
         break;
     }
 }
 
 /* Loop index i: seed i; from 12 on the pool is closed at step 200 and the
  * steps go on against the closing pool; from 24 on the pool is freed from
- * inside the first answer after step 200. */
+ * inside the first answer after step 200. From 30 on the same again (seed
+ * i - 30) with shared loans: 3 a resource, exclusive acquires, breaks,
+ * capacities, retires and abandons among the steps. */
 START_TEST(random_interleavings_keep_every_promise)
 {
+    streams = _i >= 30 ? 3 : 1;
+    int run = _i % 30; /* what the run does at step 200 */
+    most_holders = 0;
     rng = UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(_i + 1);
     n_calls = 0;
     for (int i = 0; i < CALLS_MAX; i++)
@@ -300,7 +354,8 @@ START_TEST(random_interleavings_keep_every_promise)
         .policy = TIDE_BREAKER_STRIKES, .strikes = 4, .cooldown = TIDE_MS(10)};
     struct tide_backoff backoff = {.base = TIDE_MS(1), .cap = TIDE_MS(4)};
     struct tide_evpool_options o = {
-        .limits = TIDE_LIMITS(.size = 4, .idle = 3, .keep = TIDE_MS(30)),
+        .limits = TIDE_LIMITS(.size = 4, .idle = 3, .keep = TIDE_MS(30),
+                              .streams = streams),
         .ward = {.breaker = &breaker, .backoff = &backoff},
         .min = 1,
         .make_timeout = TIDE_MS(15),
@@ -315,9 +370,9 @@ START_TEST(random_interleavings_keep_every_promise)
     fixture_pool(&o);
     free_in_callback = false;
     for (int s = 0; s < 400 && fx->pool; s++) {
-        if (s == 200 && _i >= 24)
+        if (s == 200 && run >= 24)
             free_in_callback = true;
-        else if (s == 200 && _i >= 12)
+        else if (s == 200 && run >= 12)
             ck_assert_int_eq(tide_evpool_close(fx->pool, fixture_closed, NULL),
                              0);
         step();
@@ -325,6 +380,8 @@ START_TEST(random_interleavings_keep_every_promise)
         run_ms((int)draw(3));
         check_counts();
     }
+    /* a shared run did share */
+    ck_assert_int_ge(most_holders, streams > 1 ? 2 : 1);
     if (!fx->pool) {
         /* freed: the teardown answers what is held and drains the rest;
          * nothing may call back any more */
@@ -339,7 +396,7 @@ START_TEST(random_interleavings_keep_every_promise)
             calls[i].held = NULL;
         }
     int rc = tide_evpool_close(fx->pool, fixture_closed, NULL);
-    ck_assert(rc == 0 || (rc == TIDE_ECLOSED && _i >= 12));
+    ck_assert(rc == 0 || (rc == TIDE_ECLOSED && run >= 12));
     while (fx->n_held > 0)
         answer_held(draw(2));
     while (fx->n_held_checks > 0)
@@ -371,7 +428,7 @@ static Suite *random_suite(void)
     Suite *s = suite_create("random");
     TCase *tc = tcase_create("interleavings");
     fixture_add(tc);
-    tcase_add_loop_test(tc, random_interleavings_keep_every_promise, 0, 30);
+    tcase_add_loop_test(tc, random_interleavings_keep_every_promise, 0, 60);
     suite_add_tcase(s, tc);
     return s;
 }
