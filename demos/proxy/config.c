@@ -70,6 +70,7 @@ void px_config_usage(FILE *f)
             "  --backoff-cap MS        to at most (2000), jittered by a "
             "fifth\n"
             "  --no-backoff            no wait between failed connects\n"
+            "  --version               the version (tidepool's)\n"
             "  --help                  this text\n",
             PX_MAX_UPSTREAMS);
 }
@@ -249,6 +250,8 @@ int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return 1;
+        if (strcmp(a, "--version") == 0)
+            return 2;
         if (strcmp(a, "--insecure") == 0) {
             c->insecure = true;
             continue;

@@ -67,7 +67,8 @@ struct px_config {
  * acquire timeout, 60 s keep, a 10 s drain, and the default ward above. */
 void px_config_init(struct px_config *c);
 
-/* Reads argv[1..argc) into c. 0; 1 when --help was asked; -1 with a
+/* Reads argv[1..argc) into c. 0; 1 when --help was asked, 2 when
+ * --version (tidepool's, from meson's project version); -1 with a
  * sentence naming the option and the value in err (NUL-terminated, cut to
  * errlen). Numbers are read strictly (all digits, in range), so a value
  * that would overflow a span in ns is refused rather than wrapped. */

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tidepool/core.h>
+
 #include "connect.h"
 #include "load_child.h"
 #include "loop.h"
@@ -191,6 +193,19 @@ START_TEST(help_lists_the_ward_options)
                       r.out);
     ck_assert_msg(strstr(r.out, "(64m)"), "no preset of --max-body:\n%s",
                   r.out);
+}
+END_TEST
+
+/* The version is meson's project version, through <tidepool/version.h>,
+ * alone on its line (what CI's package check compares with meson's), and
+ * nothing is started. */
+START_TEST(version_says_the_project_version)
+{
+    char line[64];
+    snprintf(line, sizeof line, "tidepool-proxy %s\n", TIDE_VERSION_STRING);
+    struct tide_test_prog_run r = RUN("--version");
+    EXPECT(r, 0, "");
+    ck_assert_str_eq(r.out, line);
 }
 END_TEST
 
@@ -651,6 +666,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, a_missing_ca_file_says_why_and_frees_everything);
     tcase_add_test(tc, an_upstream_down_at_startup_gets_502_until_it_is_up);
     tcase_add_test(tc, help_lists_the_ward_options);
+    tcase_add_test(tc, version_says_the_project_version);
     tcase_add_test(tc, sigterm_lets_an_exchange_in_flight_finish);
     tcase_add_test(tc, a_second_sigterm_or_the_drain_timeout_ends_it_at_once);
     tcase_add_test(
