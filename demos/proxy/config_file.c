@@ -31,14 +31,21 @@ static int read_line(struct px_config *c, char *line, char *err, size_t errlen)
         *value++ = '\0';
     value = trim(value);
     char option[64];
-    if (strncmp(line, "--", 2) == 0 || strlen(line) + 3 > sizeof option) {
+    if (strncmp(line, "--", 2) == 0) {
         snprintf(err, errlen,
                  "'%s' is no option (write it without the "
                  "dashes: 'pool-size 16')",
                  line);
         return -1;
     }
-    snprintf(option, sizeof option, "--%s", line);
+    if (strlen(line) + 3 > sizeof option) {
+        snprintf(err, errlen, "unknown option '%.*s...'", 60, line);
+        return -1;
+    }
+    /* "--" and the name, which fits (above); not snprintf, of which GCC
+     * under -fsanitize=undefined believes line may be NULL */
+    memcpy(option, "--", 2);
+    memcpy(option + 2, line, strlen(line) + 1);
     if (strcmp(line, "help") == 0 || strcmp(line, "h") == 0 ||
         strcmp(line, "version") == 0 || strcmp(line, "config") == 0) {
         snprintf(err, errlen, "'%s' is an option of the command line only",
