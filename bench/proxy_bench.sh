@@ -74,7 +74,7 @@ else
     CONNS=${4:-50 200}
 fi
 PERF_LONG=3
-PROXY=$BUILD/demos/proxy/proxy
+PROXY=$BUILD/demos/proxy/tidepool-proxy
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 for tool in nginx haproxy wrk curl strace python3; do

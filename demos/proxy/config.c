@@ -70,6 +70,11 @@ void px_config_usage(FILE *f)
             "  --backoff-cap MS        to at most (2000), jittered by a "
             "fifth\n"
             "  --no-backoff            no wait between failed connects\n"
+            "  --config FILE           options from FILE, one a line: "
+            "'pool-size 16',\n"
+            "                          '#' comments; the command line "
+            "overrides it\n"
+            "  --version               the version (tidepool's)\n"
             "  --help                  this text\n",
             PX_MAX_UPSTREAMS);
 }
@@ -242,13 +247,29 @@ static int set_number(struct px_config *c, const struct num_opt *o,
     return 0;
 }
 
-int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
-                    size_t errlen)
+bool px_config_takes_value(const char *option)
+{
+    for (size_t k = 0; k < sizeof num_opts / sizeof num_opts[0]; k++)
+        if (strcmp(option, num_opts[k].name) == 0)
+            return true;
+    return strcmp(option, "--listen") == 0 ||
+           strcmp(option, "--upstream") == 0 || strcmp(option, "--ca") == 0 ||
+           strcmp(option, "--max-body") == 0 || strcmp(option, "--config") == 0;
+}
+
+int px_config_options(struct px_config *c, int argc, char *const *argv,
+                      char *err, size_t errlen)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return 1;
+        if (strcmp(a, "--version") == 0)
+            return 2;
+        if (strcmp(a, "--config") == 0) { /* read first, by px_config_parse */
+            i++;
+            continue;
+        }
         if (strcmp(a, "--insecure") == 0) {
             c->insecure = true;
             continue;
@@ -316,6 +337,65 @@ int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
             c->ca = v;
         }
     }
+    return 0;
+}
+
+/* The one --config FILE of argv (borrowed), NULL when none; -1 with the
+ * reason when it is given twice or without a file. */
+static int config_file_arg(int argc, char *const *argv, const char **file,
+                           char *err, size_t errlen)
+{
+    *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") != 0) {
+            i += px_config_takes_value(argv[i]); /* a value is no option */
+            continue;
+        }
+        if (i + 1 >= argc)
+            return fail(err, errlen, "--config needs a value");
+        if (*file)
+            return fail(err, errlen, "--config given twice ('%s', '%s')", *file,
+                        argv[i + 1]);
+        *file = argv[++i];
+    }
+    return 0;
+}
+
+static bool has_upstream(int argc, char *const *argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--upstream") == 0)
+            return true;
+        i += px_config_takes_value(argv[i]);
+    }
+    return false;
+}
+
+int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
+                    size_t errlen)
+{
+    const char *file;
+    if (config_file_arg(argc, argv, &file, err, errlen))
+        return -1;
+    for (int i = 1; i < argc; i++) /* --help and --version read no file */
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
+            strcmp(argv[i], "--version") == 0)
+            return px_config_options(c, argc, argv, err, errlen);
+    if (file) {
+        if (px_config_read(c, file, err, errlen))
+            return -1;
+        c->config_file = file;
+        /* upstreams on the command line replace the file's, as any other
+         * option given on both does */
+        if (has_upstream(argc, argv))
+            c->n_ups = 0;
+    }
+    int rc = px_config_options(c, argc, argv, err, errlen);
+    return rc ? rc : px_config_check(c, err, errlen);
+}
+
+int px_config_check(const struct px_config *c, char *err, size_t errlen)
+{
     if (!c->have_listen)
         return fail(err, errlen,
                     "no --listen given (say where clients connect, as "

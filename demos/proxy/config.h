@@ -61,18 +61,48 @@ struct px_config {
     struct tide_breaker_options breaker_opts;
     bool backoff; /* the ward's backoff, with backoff_opts */
     struct tide_backoff backoff_opts;
+    const char *config_file; /* --config's FILE (borrowed: argv); NULL */
+    char ca_file[1024];      /* --ca's value when it came from the file */
 };
 
 /* The defaults: no listen address or upstream yet, pools of 32, a 5 s
  * acquire timeout, 60 s keep, a 10 s drain, and the default ward above. */
 void px_config_init(struct px_config *c);
 
-/* Reads argv[1..argc) into c. 0; 1 when --help was asked; -1 with a
- * sentence naming the option and the value in err (NUL-terminated, cut to
- * errlen). Numbers are read strictly (all digits, in range), so a value
- * that would overflow a span in ns is refused rather than wrapped. */
+/* Reads argv[1..argc) into c: first the file of --config FILE when there
+ * is one (px_config_read), then the other options, which override the
+ * file's (upstreams on the command line replace all of the file's), then
+ * px_config_check. 0; 1 when --help was asked, 2 when --version
+ * (tidepool's, from meson's project version); -1 with a sentence naming
+ * the option and the value in err (NUL-terminated, cut to errlen), and the
+ * file and its line for an error in the file. Numbers are read strictly
+ * (all digits, in range), so a value that would overflow a span in ns is
+ * refused rather than wrapped. */
 int px_config_parse(struct px_config *c, int argc, char *const *argv, char *err,
                     size_t errlen);
+
+/* The options of argv[1..argc) into c, as they come (--config and its
+ * value skipped), without the checks of the whole: 0, 1 (--help), 2
+ * (--version) or -1 with err as px_config_parse. Values are borrowed. */
+int px_config_options(struct px_config *c, int argc, char *const *argv,
+                      char *err, size_t errlen);
+
+/* Whether option ("--listen") is followed by a value. */
+bool px_config_takes_value(const char *option);
+
+/* What must hold of the whole: a --listen, an upstream, a backoff base not
+ * above its cap. 0 or -1 with err. */
+int px_config_check(const struct px_config *c, char *err, size_t errlen);
+
+/* Reads the configuration file at path into c (config_file.c): one option
+ * a line, its name without the dashes and its value after a space
+ * ("upstream 127.0.0.1:9001", "no-breaker"); blank lines and lines whose
+ * first non-blank is '#' are skipped; help, version and config are not
+ * options of a file. 0, or -1 with "PATH:LINE: " and the reason in err
+ * (or why the file cannot be read). Values are copied into c where c keeps
+ * them (ca into ca_file). */
+int px_config_read(struct px_config *c, const char *path, char *err,
+                   size_t errlen);
 
 /* The usage text. */
 void px_config_usage(FILE *f);

@@ -1,6 +1,6 @@
 /* proxy: an HTTP/1.1 reverse proxy on a tidepool group (see proxy.h).
  *
- *   proxy --listen 127.0.0.1:8080 --upstream 127.0.0.1:9001
+ *   tidepool-proxy --listen 127.0.0.1:8080 --upstream 127.0.0.1:9001
  *         [--upstream tls://host:port ...] [--pool-size N] ...
  *
  * The options and their defaults are config.c's (proxy --help), the same
@@ -82,6 +82,10 @@ int main(int argc, char **argv)
     int rc = px_config_parse(&cfg, argc, argv, err, sizeof err);
     if (rc == 1) {
         px_config_usage(stdout);
+        return 0;
+    }
+    if (rc == 2) {
+        printf("tidepool-proxy %s\n", TIDE_VERSION_STRING);
         return 0;
     }
     if (rc) {

@@ -1,4 +1,6 @@
 /* tidepool smtp: a mail sender that reuses SMTP sessions, on a tide_evpool.
+ * Installed as <tidepool/smtp.h> with libtidepool-smtp (pkg-config
+ * tidepool-smtp).
  *
  * A sender owns a pool of SMTP sessions to one server, made by tidepool's
  * TCP or TLS factory (<tidepool/tls.h>). Opening a session is the costly
@@ -101,7 +103,7 @@ enum tide_smtp_error {
 
 /* A sentence for a person, for the codes above and every tidepool code;
  * never NULL, static storage. */
-const char *tide_smtp_strerror(int code);
+TIDE_API const char *tide_smtp_strerror(int code);
 
 /* How the sender connects and behaves. Zero fields take the preset; spans
  * are ns. Strings are copied at creation; what is marked borrowed must
@@ -155,14 +157,14 @@ struct tide_smtp_sender;
  * cannot carry, a negative span or count, the factory's or the pool's
  * refusals); TIDE_ENOMEM; the factory's and the pool's codes. *out is
  * NULL on failure when out is not. */
-TIDE_MUST_USE int tide_smtp_sender_new(struct event_base *base,
-                                       const struct tide_smtp_options *o,
-                                       struct tide_smtp_sender **out);
+TIDE_API TIDE_MUST_USE int
+tide_smtp_sender_new(struct event_base *base, const struct tide_smtp_options *o,
+                     struct tide_smtp_sender **out);
 
 /* Frees the sender, its pool and its sessions. Messages not yet answered
  * are dropped without callbacks. Safe from inside a callback: it completes
  * when that callback returns. NULL is ignored. */
-void tide_smtp_sender_free(struct tide_smtp_sender *s);
+TIDE_API void tide_smtp_sender_free(struct tide_smtp_sender *s);
 
 /* How one recipient fared: the reply to its RCPT TO. */
 struct tide_smtp_rcpt {
@@ -207,9 +209,10 @@ typedef void (*tide_smtp_cb)(struct tide_smtp_sender *s, int status,
  * recipients, message or cb; n == 0; an empty recipient; an address with
  * CR, LF, '<' or '>', or of 512 bytes or more), TIDE_ENOMEM, or the
  * pool's refusal (TIDE_EQUEUEFULL, TIDE_ECLOSED). */
-int tide_smtp_send(struct tide_smtp_sender *s, const char *from,
-                   const char *const *recipients, size_t n, const char *message,
-                   size_t len, tide_smtp_cb cb, void *arg);
+TIDE_API int tide_smtp_send(struct tide_smtp_sender *s, const char *from,
+                            const char *const *recipients, size_t n,
+                            const char *message, size_t len, tide_smtp_cb cb,
+                            void *arg);
 
 /* What a sender has done: its pool's and its factory's counters, and its
  * own. sessions opened = net.made. */
@@ -229,12 +232,13 @@ struct tide_smtp_stats {
 
 /* The counters into *out; a NULL sender gives zeros, a NULL out is
  * ignored. */
-void tide_smtp_sender_stats(struct tide_smtp_sender *s,
-                            struct tide_smtp_stats *out);
+TIDE_API void tide_smtp_sender_stats(struct tide_smtp_sender *s,
+                                     struct tide_smtp_stats *out);
 
 /* The pool under the sender (borrowed; lives as long as the sender). NULL
  * for NULL. */
-struct tide_evpool *tide_smtp_sender_pool(struct tide_smtp_sender *s);
+TIDE_API struct tide_evpool *
+tide_smtp_sender_pool(struct tide_smtp_sender *s);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tidepool/core.h>
+
 #include "connect.h"
 #include "load_child.h"
 #include "loop.h"
@@ -191,6 +193,103 @@ START_TEST(help_lists_the_ward_options)
                       r.out);
     ck_assert_msg(strstr(r.out, "(64m)"), "no preset of --max-body:\n%s",
                   r.out);
+}
+END_TEST
+
+/* ---- --config FILE ---- */
+
+/* A configuration file with text in /tmp; its path into path (unlink it). */
+static void conf_file(char *path, size_t n, const char *text)
+{
+    snprintf(path, n, "/tmp/tide-proxy-conf-XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    size_t len = strlen(text);
+    ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+/* Each setting of the file is used (the listen address, the upstream,
+ * the CA file: the errors past parsing name them), comments, blank lines,
+ * indents and CRLF are skipped, and the command line overrides the file:
+ * a value, and upstreams as a whole. */
+START_TEST(config_file_sets_the_options_and_the_command_line_overrides_them)
+{
+    int port, fd = listen_any(&port);
+    int port2, fd2 = listen_any(&port2);
+    char text[512], path[64], at[32], at2[32];
+    snprintf(at, sizeof at, "127.0.0.1:%d", port);
+    snprintf(at2, sizeof at2, "127.0.0.1:%d", port2);
+    snprintf(text, sizeof text,
+             "# the proxy in front of one TLS upstream\r\n"
+             "\n"
+             "   listen %s\r\n"
+             "  # trusted for it:\n"
+             "ca /nonexistent/file.pem\n"
+             "upstream tls://127.0.0.1:10\n"
+             "no-breaker\n"
+             "pool-size 4",
+             at);
+    conf_file(path, sizeof path, text);
+    struct tide_test_prog_run r = RUN("--config", path);
+    EXPECT(r, 1, "tls://127.0.0.1:10", "/nonexistent/file.pem");
+    r = RUN("--config", path, "--ca", "/nonexistent/line.pem");
+    EXPECT(r, 1, "tls://127.0.0.1:10", "/nonexistent/line.pem");
+    /* the file's TLS upstream is gone: the listener is what fails */
+    r = RUN("--config", path, "--upstream", "127.0.0.1:9");
+    EXPECT(r, 1, "cannot listen on", at, "Address already in use");
+    r = RUN("--upstream", "127.0.0.1:9", "--listen", at2, "--config", path);
+    EXPECT(r, 1, "cannot listen on", at2);
+    unlink(path);
+    close(fd);
+    close(fd2);
+}
+END_TEST
+
+/* Each error in the file: its path and line, the option and the value. */
+START_TEST(config_file_errors_name_the_file_and_line)
+{
+    struct {
+        const char *text;
+        const char *said[3];
+    } bad[] = {
+        {"listen 127.0.0.1:0\n# pools\npool-size abc\n",
+         {":3: ", "--pool-size", "'abc'"}},
+        {"\npool-sise 4\n", {":2: ", "unknown option '--pool-sise'", ""}},
+        {"no-breaker yes\n", {":1: ", "no-breaker takes no value", "'yes'"}},
+        {"upstream\n", {":1: ", "--upstream needs a value", ""}},
+        {"--listen 127.0.0.1:0\n", {":1: ", "'--listen'", "without the"}},
+        {"config /etc/other\n", {":1: ", "'config'", "command line only"}},
+        {"version\n", {":1: ", "'version'", "command line only"}},
+        {"listen localhost:80\n", {":1: ", "--listen", "IPv4 literal"}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[64];
+        conf_file(path, sizeof path, bad[i].text);
+        struct tide_test_prog_run r =
+            RUN("--config", path, "--upstream", "127.0.0.1:9");
+        EXPECT(r, 2, path, bad[i].said[0], bad[i].said[1], bad[i].said[2]);
+        unlink(path);
+    }
+    struct tide_test_prog_run r = RUN("--config", "/nonexistent/proxy.conf");
+    EXPECT(r, 2, "cannot read '/nonexistent/proxy.conf'", "No such file");
+    r = RUN("--config", "a", "--config", "b");
+    EXPECT(r, 2, "--config given twice");
+    r = RUN("--listen", "127.0.0.1:0", "--config");
+    EXPECT(r, 2, "--config needs a value");
+}
+END_TEST
+
+/* The version is meson's project version, through <tidepool/version.h>,
+ * alone on its line (what CI's package check compares with meson's), and
+ * nothing is started. */
+START_TEST(version_says_the_project_version)
+{
+    char line[64];
+    snprintf(line, sizeof line, "tidepool-proxy %s\n", TIDE_VERSION_STRING);
+    struct tide_test_prog_run r = RUN("--version");
+    EXPECT(r, 0, "");
+    ck_assert_str_eq(r.out, line);
 }
 END_TEST
 
@@ -651,6 +750,10 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, a_missing_ca_file_says_why_and_frees_everything);
     tcase_add_test(tc, an_upstream_down_at_startup_gets_502_until_it_is_up);
     tcase_add_test(tc, help_lists_the_ward_options);
+    tcase_add_test(tc, version_says_the_project_version);
+    tcase_add_test(
+        tc, config_file_sets_the_options_and_the_command_line_overrides_them);
+    tcase_add_test(tc, config_file_errors_name_the_file_and_line);
     tcase_add_test(tc, sigterm_lets_an_exchange_in_flight_finish);
     tcase_add_test(tc, a_second_sigterm_or_the_drain_timeout_ends_it_at_once);
     tcase_add_test(
