@@ -21,28 +21,19 @@ static void remember_error(struct tide_evpool *p, int code, const char *message)
         memcpy(p->last_message, m, n);
 }
 
-/* The top-up waits out a jittered, growing delay after each failed make,
- * so a minimum against a server that fails every connection (or accepts
- * and closes it) asks again a few times a second at first and once a
- * second soon after, never in a storm. */
-static void topup_hold(struct tide_evpool *p)
+/* How long the core holds makes now after a failed make: the time a
+ * caller refused meanwhile is told to retry after. */
+static int64_t hold_left(struct tide_evpool *p)
 {
-    int retry = p->topup_failures < 64 ? p->topup_failures : 64;
-    p->topup_failures++;
-    p->topup_previous = tide_backoff_delay(
-        &p->topup_backoff, retry, tide__evpool_roll(p), p->topup_previous);
-    p->topup_after = tide__after(p->now, p->topup_previous);
+    struct tide_pool_guards g;
+    tide_pool_guards(p->core, p->now, &g);
+    return g.backoff_hold;
 }
 
-static void topup_release(struct tide_evpool *p)
-{
-    p->topup_failures = 0;
-    p->topup_previous = 0;
-    p->topup_after = 0;
-}
-
-/* The core forgets the reservation as a failure; a waiter that needed it
- * gets the error, exactly once. */
+/* The core forgets the reservation as a failure, and holds makes; a
+ * waiter that needed it gets the error, exactly once, with the time the
+ * hold has left. The other waiters that would need a make are answered by
+ * the pump, which the core now tells to hold them. */
 static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
                         const char *message)
 {
@@ -50,12 +41,11 @@ static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
     (void)tide_pool_unmade(p->core, p->now, tide__evpool_roll(p));
     p->counters.make_failures++;
     remember_error(p, code, message);
-    topup_hold(p);
     if (for_waiter) {
         p->makes_for_waiters--;
         if (p->queued.count > 0)
             tide__waiter_answer(p, p->queued.head, code, NULL, TIDE_GUARD_NONE,
-                                0, p->last_message);
+                                hold_left(p), p->last_message);
     }
     tide__serve_schedule(p);
     tide__evpool_check_closed(p);
@@ -167,6 +157,18 @@ void tide_evpool_made(struct tide_make *t, void *resource)
                     "already holds");
         return;
     }
+    /* Fresh, it is checked as an idle one is before a loan: a server that
+     * spoke first or closed at once has its bytes or its FIN there
+     * already, and one lent so would fail its borrower's first request.
+     * Dead at birth, the make failed. */
+    if (p->factory.alive && !p->factory.alive(resource, p->factory.arg)) {
+        make_failed(p, for_waiter, TIDE_EUNPROVEN,
+                    "the resource was dead as it was made (alive() said no: "
+                    "the peer closed it, or sent bytes nobody asked for)");
+        p->counters.made++;
+        tide__resource_destroy(p, resource);
+        return;
+    }
     uint32_t i = tide__conn_add(p, resource);
     if (i == CONN_NONE) {
         make_failed(p, for_waiter, TIDE_ENOMEM, NULL);
@@ -181,6 +183,7 @@ void tide_evpool_made(struct tide_make *t, void *resource)
     (void)tide_pool_made_untried(p->core, tide__conn_key(i), p->now);
     p->conns[i].slot = tide_pool_slot(p->core, tide__conn_key(i));
     p->conns[i].untried = true;
+    p->untried++;
     p->conns[i].made_at = p->now;
     p->counters.made++;
     /* a waiter answered from now on did not wait on a failing factory */
@@ -219,17 +222,41 @@ bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died)
 {
     struct conn *c = &p->conns[i];
     c->untried = false;
+    p->untried--;
     if (died && p->now - c->made_at < UNTRIED_SPAN) {
         tide_pool_tried(p->core, p->now, tide__evpool_roll(p), false);
         p->counters.make_failures++;
         remember_error(p, TIDE_EUNPROVEN, NULL);
-        topup_hold(p);
         return true;
     }
     tide_pool_tried(p->core, p->now, 0.0, true);
-    topup_release(p);
     p->make_error = 0;
     return false;
+}
+
+void tide__conn_forgo(struct tide_evpool *p, uint32_t i)
+{
+    p->conns[i].untried = false;
+    p->untried--;
+    tide_pool_forgo(p->core);
+}
+
+/* A resource that lived UNTRIED_SPAN proved its make, whatever its first
+ * loan does later: one lent to a borrower who holds it (a subscriber), or
+ * made for the minimum and idle since, would otherwise keep its make open,
+ * and while makes fail the core lets no other through until it settles. */
+void tide__makes_settle_ripe(struct tide_evpool *p)
+{
+    bool settled = false;
+    for (uint32_t i = 0; i < p->conn_capacity && p->untried > 0; i++) {
+        struct conn *c = &p->conns[i];
+        if (c->untried && p->now - c->made_at >= UNTRIED_SPAN) {
+            (void)tide__conn_settle_make(p, i, false);
+            settled = true;
+        }
+    }
+    if (settled)
+        tide__serve_schedule(p); /* a hold lifted: waiters may make now */
 }
 
 void tide__makes_cancel_all(struct tide_evpool *p)

@@ -124,6 +124,8 @@ static const char *refusal_message(const struct tide_evpool *p,
 {
     static const char *const why[] = {
         [TIDE_GUARD_BREAKER] = "refused at once: the breaker is open",
+        [TIDE_GUARD_BACKOFF] = "refused at once: makes are held after a "
+                               "failed make",
         [TIDE_GUARD_SHEDDER] = "refused at once: the host is shedding load "
                                "(the event loop lags)",
         [TIDE_GUARD_MEMORY] = "refused at once: the pool could not grow its "
@@ -131,13 +133,19 @@ static const char *refusal_message(const struct tide_evpool *p,
     };
     if ((size_t)g >= sizeof why / sizeof why[0] || !why[g])
         return NULL;
+    long long ms = (long long)((retry + TIDE_MS(1) - 1) / TIDE_MS(1));
+    /* a hold is there because the last make failed: it says which way */
+    if (g == TIDE_GUARD_BACKOFF) {
+        snprintf(buf, len, "%s (%s); the next may start in %lld ms", why[g],
+                 p->last_message ? p->last_message : "", ms);
+        return buf;
+    }
     /* the failure named is the last make's, while makes still fail */
     if (g != TIDE_GUARD_BREAKER || !p->make_error || !p->last_message)
         return why[g];
     char when[64] = "";
     if (retry > 0)
-        snprintf(when, sizeof when, "; it probes again in %lld ms",
-                 (long long)((retry + TIDE_MS(1) - 1) / TIDE_MS(1)));
+        snprintf(when, sizeof when, "; it probes again in %lld ms", ms);
     snprintf(buf, len, "%s after failures (the last: %s)%s", why[g],
              p->last_message, when);
     return buf;
@@ -154,14 +162,22 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
         return false;
     int status =
         t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
-    /* an open breaker that knows its cooldown says when to come back */
-    int64_t retry = t.guard == TIDE_GUARD_BREAKER && p->breaker
+    /* an open breaker that knows its cooldown says when to come back, and
+     * a hold on makes when it ends */
+    bool held = t.answer == TIDE_LATER;
+    int64_t retry = held ? t.span
+                    : t.guard == TIDE_GUARD_BREAKER && p->breaker
                         ? tide_breaker_retry_after(p->breaker, p->now)
                         : 0;
-    p->counters.shed++;
+    if (held)
+        p->counters.held++;
+    else
+        p->counters.shed++;
     char text[512];
     tide__waiter_answer(p, w, status, NULL, t.guard, retry,
                         refusal_message(p, t.guard, retry, text, sizeof text));
+    if (held) /* the failed make it is held for */
+        w->make_error = p->last_error;
     return true;
 }
 
@@ -193,6 +209,16 @@ static void serve_waiters(struct tide_evpool *p)
         case TIDE_WAIT:
             return;
         case TIDE_LATER:
+            /* makes held after a failed make: a caller who would need one
+             * is told why and when to come back, rather than queued for a
+             * connect that would likely fail too (core.h, "Makes held
+             * while makes fail"); a bucket spaces makes out, and its
+             * callers wait for their turn */
+            if (t.guard == TIDE_GUARD_BACKOFF) {
+                if (!refuse(p, t))
+                    return;
+                break;
+            }
             tide__wake_in(&p->retry, t.span);
             return;
         case TIDE_SHED:

@@ -39,31 +39,20 @@ static void destroy_evicted(struct tide_evpool *p)
     } while (n == 64);
 }
 
-/* Wakes the top-up when its hold ends: a minimum made again on time, not
- * at the next eviction round. */
-static void wake_topup(struct tide_evpool *p)
-{
-    tide__wake_in(&p->topup_wake, p->topup_after == TIDE_FOREVER
-                                      ? TIDE_FOREVER
-                                      : p->topup_after - p->now);
-}
-
+/* Tops up to min. While makes are held after a failure, the core answers
+ * LATER and the top-up wakes when the hold ends (a minimum made again on
+ * time, not at the next eviction round); while a probe is out it answers
+ * WAIT, and the probe's outcome runs the pump again. */
 void tide__topup(struct tide_evpool *p)
 {
     if (p->closing || p->min == 0)
         return;
     while (tide_pool_live(p->core) < p->min) {
-        if (p->now < p->topup_after) {
-            wake_topup(p);
-            return;
-        }
         struct tide_taken t =
             tide_pool_grow(p->core, p->now, tide__evpool_roll(p));
         if (t.answer != TIDE_MAKE) {
-            if (t.answer == TIDE_LATER) {
-                p->topup_after = tide__after(p->now, t.span);
-                wake_topup(p);
-            }
+            if (t.answer == TIDE_LATER)
+                tide__wake_in(&p->topup_wake, t.span);
             return;
         }
         tide__make_start(p, false);
@@ -92,6 +81,8 @@ static void scan_leaks(struct tide_evpool *p)
 static void evict_work(struct tide_evpool *p)
 {
     tide__waiters_trim(p);
+    if (p->untried > 0)
+        tide__makes_settle_ripe(p);
     if (p->evicting)
         destroy_evicted(p);
     tide__topup(p);
@@ -157,7 +148,8 @@ static void reading_init(struct tide_evpool *p, struct tide_limits l)
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                        int64_t health_interval, int64_t lag_interval)
 {
-    /* The eviction timer also paces the top-ups to min after a failure. With
+    /* The eviction timer also paces the top-ups to min after a failure,
+     * and settles the makes of resources that lived UNTRIED_SPAN. With
      * eviction off it still runs then (and only then), once a second, the
      * preset interval: a failed minimum must be made again some time. */
     struct tide_limits l = tide_pool_limits(p->core);
@@ -210,15 +202,17 @@ void tide__upkeep_sync(struct tide_evpool *p)
 {
     int64_t live = tide_pool_live(p->core);
     bool topping_up = !p->closing && live < p->min;
+    bool untried = p->untried > 0;
     unsigned key = (unsigned)(live > 0) | (unsigned)p->closing << 1 |
                    (unsigned)topping_up << 2 |
-                   (unsigned)(p->queued.count > 0) << 3;
+                   (unsigned)(p->queued.count > 0) << 3 | (unsigned)untried
+                                                              << 4;
     if (key == p->upkeep_key)
         return;
     p->upkeep_key = key;
     if (!topping_up)
         tide__wake_stop(&p->topup_wake);
-    want(p, &p->evict, (live > 0 && p->evicting) || topping_up);
+    want(p, &p->evict, (live > 0 && p->evicting) || topping_up || untried);
     want(p, &p->health, live > 0 && !p->closing);
     want(p, &p->leak, live > 0);
     want(p, &p->lag, live > 0 || p->queued.count > 0);

@@ -56,6 +56,7 @@ struct tide__net_conn *tide__net_conn_add(struct tide_tcp_factory *f,
     c->bev = bev;
     c->f = f;
     c->tls = tls;
+    c->fresh = true;
     put(t, c);
     t->n++;
     return c;

@@ -269,6 +269,7 @@ struct tide__net_conn {
     bool idle;
     bool tls;
     bool closed; /* the release check found the peer gone (watch.c) */
+    bool fresh;  /* never lent: no check has looked at it yet (watch.c) */
     /* the release check found it clean in round `checked_round` at the
      * loop's cached time `checked_at` (watch.c: lending it again in the
      * same round needs no second look at the socket) */

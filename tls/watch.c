@@ -317,6 +317,15 @@ bool tide__net_alive(void *resource, void *arg)
     struct tide__net_conn *c = tide__net_conn_find(arg, resource);
     if (!c)
         return false;
+    /* alive() on a never-lent connection must look at the socket: no
+     * release check or idle watch has, and a server that speaks first or
+     * closes at once has its greeting or its FIN there already, before
+     * the first loan (the pool asks as the make is answered). A make is
+     * not the lend path, so this costs a busy pool nothing. */
+    if (c->fresh) {
+        c->fresh = false;
+        return usable(c, true) == USABLE;
+    }
     bool look = !same_round(c);
     c->checked = false; /* lent or destroyed now: a check for each loan */
     return usable(c, look) == USABLE;

@@ -439,7 +439,9 @@ struct tide_pool;
 struct tide_ward {
     const struct tide_breaker_options *breaker;
     const struct tide_bucket_options *bucket; /* spaces makes out */
-    const struct tide_backoff *backoff;       /* holds makes after a failure */
+    const struct tide_backoff *backoff;       /* holds makes after a failure:
+                                                 see "Makes held while makes
+                                                 fail" below */
     const struct tide_shedder_options *shedder;
 };
 
@@ -448,12 +450,15 @@ enum tide_answer {
     TIDE_STALE,     /* item: idle past keep or life, already out of the pool
                        and the count; close it and take again */
     TIDE_MAKE,      /* room reserved: open one, then made() or unmade() */
-    TIDE_WAIT,      /* every live slot is in use: queue the caller */
+    TIDE_WAIT,      /* every live slot is in use: queue the caller; or
+                       (guard TIDE_GUARD_BACKOFF) makes are failing and the
+                       one make let through to probe is out: queue the
+                       caller until its outcome is in */
     TIDE_LATER,     /* making is held back for `span` ns */
     TIDE_SHED,      /* refuse now; `guard` says who */
 };
 
-/* Which guard answered a LATER or a SHED. */
+/* Which guard answered a LATER or a SHED (or a WAIT on a probe). */
 enum tide_guard {
     TIDE_GUARD_NONE = 0,
     TIDE_GUARD_BREAKER,
@@ -470,7 +475,7 @@ enum tide_guard {
  * registers, where a larger struct would go through memory. */
 struct tide_taken {
     enum tide_answer answer;
-    enum tide_guard guard; /* LATER, SHED */
+    enum tide_guard guard; /* LATER, SHED; WAIT on a probe */
     union {
         void *item;   /* READY, STALE */
         int64_t span; /* LATER: ns until it may make again */
@@ -530,6 +535,23 @@ TIDE_API int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll);
  * holds makes, a successful one lifts the hold. give and drop are
  * bookkeeping only: report the outcomes beside them. */
 
+/* Makes held while makes fail (with a backoff in the ward). After a failed
+ * make (unmade, or tried not ok) no MAKE is answered, to a take or a grow
+ * alike, until the backoff's delay has passed: LATER, guard
+ * TIDE_GUARD_BACKOFF, span the time left. A runtime answers a caller who
+ * would need a make then with the failure and that span as the time to
+ * retry, rather than queue a connect that would likely fail too. Once the
+ * delay has passed, and for as long as the last make failed, one make at
+ * a time is let through (a probe): a take or grow that would make another
+ * meanwhile answers WAIT, guard TIDE_GUARD_BACKOFF, until the probe's
+ * outcome is in (made, unmade, tried, or forgo); while a breaker is
+ * RECOVERING it decides who probes instead, and sheds the rest. A failure
+ * holds makes
+ * again, for a longer delay; the first success lifts the hold and the
+ * probe at once, so a healthy backend, or one recovered, pays nothing: a
+ * make that follows a success is never held. Makes answered before the
+ * failure keep running; their outcomes count as the probe's would. */
+
 /* As tide_pool_made, but the make's outcome is left open: a connection has
  * not shown it works until it has served. Settle it with tide_pool_tried
  * once its first use is over: a server that accepts and closes at once, or
@@ -544,6 +566,14 @@ TIDE_API int tide_pool_made_untried(struct tide_pool *p, void *item,
  * taken off the books with give or drop as usual. */
 TIDE_API void tide_pool_tried(struct tide_pool *p, int64_t now, double roll,
                               bool ok);
+/* Ends a make left open by made_untried with no outcome: its resource left
+ * before it could show anything (abandoned by its borrower for reasons of
+ * its own, closed as not kept), so the make is neither a success nor a
+ * failure. Neither the breaker nor the backoff hears of it, but a probe
+ * waited on is no longer out (see "Makes held while makes fail"): the
+ * next take may probe again. Call it once per such make, or a pool whose
+ * makes fail waits on that probe for ever. */
+TIDE_API void tide_pool_forgo(struct tide_pool *p);
 /* Reports how a loan went, for the breaker: ok for an accepted release,
  * not ok for a discard, a release judged unfit or a failed health check.
  * Backoff is not touched: it is about making. */
@@ -744,6 +774,8 @@ struct tide_pool_guards {
     double bucket_tokens;   /* tokens there now; -1 without a bucket */
     int64_t backoff_hold;   /* ns until makes may resume; 0: no hold */
     int backoff_failures;   /* failed makes in a row (with a backoff) */
+    bool backoff_probing;   /* makes fail and a probe is out: a make
+                               waits for its outcome */
     double shedder_ceiling; /* resources in flight allowed now; -1
                                without a shedder */
 };

@@ -307,7 +307,8 @@ struct tide_evpool_stats {
     uint64_t destroyed;
     uint64_t make_failures;
     uint64_t timeouts; /* acquires that timed out */
-    uint64_t shed;     /* acquires refused at once */
+    uint64_t shed;     /* acquires refused at once (the breaker, the
+                          shedder, memory; held ones: see held) */
     uint64_t stale;    /* destroyed as past keep/life when lent */
     uint64_t evicted;  /* destroyed by the eviction timer */
     uint64_t health_failures;
@@ -321,6 +322,9 @@ struct tide_evpool_stats {
     uint64_t reset_failures; /* resets answered not ok: destroyed */
     uint64_t retired;        /* lent ones given back by tide_evpool_retire */
     uint64_t abandoned;      /* lent ones given back by tide_evpool_abandon */
+    uint64_t held;           /* acquires refused at once because makes are
+                                held after a failed make (guard
+                                TIDE_GUARD_BACKOFF); not counted in shed */
     /* acquire-wait distribution (ns), from acquire to callback, served
      * acquires only; 0 before the first */
     int64_t wait_p50;

@@ -85,6 +85,11 @@ void oracle_pool_tried(struct oracle_pool *p, int64_t now, double roll, bool ok)
     tide_pool_tried(frozen(p), now, roll, ok);
 }
 
+void oracle_pool_forgo(struct oracle_pool *p)
+{
+    tide_pool_forgo(frozen(p));
+}
+
 void oracle_pool_report(struct oracle_pool *p, int64_t now, bool ok)
 {
     tide_pool_report(frozen(p), now, ok);
@@ -171,6 +176,7 @@ void oracle_pool_guards(struct oracle_pool *p, int64_t now,
         .bucket_tokens = g.bucket_tokens,
         .backoff_hold = g.backoff_hold,
         .backoff_failures = g.backoff_failures,
+        .backoff_probing = g.backoff_probing,
         .shedder_ceiling = g.shedder_ceiling,
     };
 }

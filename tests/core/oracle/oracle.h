@@ -34,6 +34,7 @@ struct oracle_guards {
     double bucket_tokens;
     int64_t backoff_hold;
     int backoff_failures;
+    bool backoff_probing;
     double shedder_ceiling;
 };
 
@@ -50,6 +51,7 @@ int oracle_pool_made(struct oracle_pool *p, void *item, int64_t now);
 int oracle_pool_made_untried(struct oracle_pool *p, void *item, int64_t now);
 void oracle_pool_tried(struct oracle_pool *p, int64_t now, double roll,
                        bool ok);
+void oracle_pool_forgo(struct oracle_pool *p);
 void oracle_pool_report(struct oracle_pool *p, int64_t now, bool ok);
 int oracle_pool_unmade(struct oracle_pool *p, int64_t now, double roll);
 int oracle_pool_give(struct oracle_pool *p, void *item, int64_t now);
