@@ -99,6 +99,11 @@ struct tide_acquire {
     tide_acquire_cb cb;
     void *arg;
     int64_t start;
+    int64_t deadline; /* start + its timeout */
+    /* Makes held after failed makes when it came to need one: the run of
+     * failures (the core's count) it waits through, 0 if none. A failure
+     * after that one is the make it waited for failing: it is answered. */
+    int held;
     /* the answer, once READY; the tide_why the callback reads is made from
      * it at delivery */
     void *resource;

@@ -124,7 +124,7 @@ static const char *refusal_message(const struct tide_evpool *p,
 {
     static const char *const why[] = {
         [TIDE_GUARD_BREAKER] = "refused at once: the breaker is open",
-        [TIDE_GUARD_BACKOFF] = "refused at once: makes are held after a "
+        [TIDE_GUARD_BACKOFF] = "no make for it: makes are held after a "
                                "failed make",
         [TIDE_GUARD_SHEDDER] = "refused at once: the host is shedding load "
                                "(the event loop lags)",
@@ -151,20 +151,15 @@ static const char *refusal_message(const struct tide_evpool *p,
     return buf;
 }
 
-/* A refusal goes to the oldest waiter with no make coming for it, not to the
- * head: a head waiting on a make (a breaker's probe, say) keeps its place and
- * gets that make's answer, rather than a later caller taking it past it.
- * Returns false when every waiter has a make coming (nobody to refuse). */
-static bool refuse(struct tide_evpool *p, struct tide_taken t)
+/* Answers waiter w with a refusal: t's guard, and when to come back (an
+ * open breaker that knows its cooldown, or a hold on makes: when it
+ * ends). */
+static void refuse_waiter(struct tide_evpool *p, struct tide_acquire *w,
+                          struct tide_taken t)
 {
-    struct tide_acquire *w = first_uncovered(p);
-    if (!w)
-        return false;
     int status =
         t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
-    /* an open breaker that knows its cooldown says when to come back, and
-     * a hold on makes when it ends */
-    bool held = t.answer == TIDE_LATER;
+    bool held = t.guard == TIDE_GUARD_BACKOFF;
     int64_t retry = held ? t.span
                     : t.guard == TIDE_GUARD_BREAKER && p->breaker
                         ? tide_breaker_retry_after(p->breaker, p->now)
@@ -178,7 +173,65 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
                         refusal_message(p, t.guard, retry, text, sizeof text));
     if (held) /* the failed make it is held for */
         w->make_error = p->last_error;
+}
+
+/* A refusal goes to the oldest waiter with no make coming for it, not to the
+ * head: a head waiting on a make (a breaker's probe, say) keeps its place and
+ * gets that make's answer, rather than a later caller taking it past it.
+ * Returns false when every waiter has a make coming (nobody to refuse). */
+static bool refuse(struct tide_evpool *p, struct tide_taken t)
+{
+    struct tide_acquire *w = first_uncovered(p);
+    if (!w)
+        return false;
+    refuse_waiter(p, w, t);
     return true;
+}
+
+/* The run of failed makes the core counts now (0: the last make did not
+ * fail). */
+static int failures(struct tide_evpool *p)
+{
+    struct tide_pool_guards g;
+    tide_pool_guards(p->core, p->now, &g);
+    return g.backoff_failures;
+}
+
+/* Makes are held after a failed make (t: LATER, guard BACKOFF, the hold
+ * left), or one make probes while they fail (t: WAIT, guard BACKOFF). A
+ * waiter that would need a make is then not given one: it waits for the
+ * hold to end and the probe to answer when its deadline outlasts the
+ * hold, and is told at once why and when to come back when it does not
+ * (rather than time out on a hold it cannot see the end of). And a waiter
+ * that waited through a hold or on a probe is answered when a make fails
+ * meanwhile: that was the make it waited for (the probe, or the one it
+ * was held behind), and the next hold is longer. So every caller is
+ * answered with the cause and the time to retry, or served, and the
+ * server sees one connect a hold, not one a caller. */
+static void hold_waiters(struct tide_evpool *p, struct tide_taken t)
+{
+    int run = failures(p);
+    int64_t until = tide__after(p->now, t.answer == TIDE_LATER ? t.span : 0);
+    bool waiting = false;
+    for (struct tide_acquire *w = first_uncovered(p), *next; w; w = next) {
+        next = w->next;
+        if ((w->held && w->held != run) ||
+            (t.answer == TIDE_LATER && w->deadline < until)) {
+            if (t.answer == TIDE_LATER) {
+                refuse_waiter(p, w, t);
+                continue;
+            }
+            /* a failure, then a probe went out at once (a hold of no
+             * length): the hold it was behind is over, so it waits on this
+             * probe from here */
+        }
+        w->held = run;
+        waiting = true;
+    }
+    /* the hold's end runs the pump: the probe starts; a probe's outcome
+     * runs it anyway */
+    if (waiting && t.answer == TIDE_LATER)
+        tide__wake_in(&p->retry, t.span);
 }
 
 /* One pass over the queue: stops when the head must wait, or when user
@@ -207,19 +260,17 @@ static void serve_waiters(struct tide_evpool *p)
             tide__make_start(p, true);
             break;
         case TIDE_WAIT:
+            if (t.guard == TIDE_GUARD_BACKOFF) /* a probe is out */
+                hold_waiters(p, t);
             return;
         case TIDE_LATER:
-            /* makes held after a failed make: a caller who would need one
-             * is told why and when to come back, rather than queued for a
-             * connect that would likely fail too (core.h, "Makes held
-             * while makes fail"); a bucket spaces makes out, and its
-             * callers wait for their turn */
-            if (t.guard == TIDE_GUARD_BACKOFF) {
-                if (!refuse(p, t))
-                    return;
-                break;
-            }
-            tide__wake_in(&p->retry, t.span);
+            /* makes held after a failed make (core.h, "Makes held while
+             * makes fail"); a bucket spaces makes out, and its callers
+             * wait for their turn */
+            if (t.guard == TIDE_GUARD_BACKOFF)
+                hold_waiters(p, t);
+            else
+                tide__wake_in(&p->retry, t.span);
             return;
         case TIDE_SHED:
             if (!refuse(p, t))
