@@ -24,10 +24,24 @@
  * (a server that accepts and closes, or speaks first), and counts as a
  * failed make, for backoff too; otherwise the make was a success. A
  * resource that dies while idle after that (a server closing idle
- * connections) is no outcome. The top-up to `min` backs off after failed
- * makes (the ward's backoff, or the preset: 100 ms doubling to 1 s,
- * jittered) even with no backoff in the ward, so a server that accepts and
- * closes at once, or speaks first, is not stormed with connects. Whatever
+ * connections) is no outcome. A fresh resource is checked with alive()
+ * before its first loan, and one dead already is a failed make.
+ *
+ * Makes are held while makes fail (core.h, "Makes held while makes
+ * fail"), with or without a backoff in the ward: the ward's, else the
+ * preset (100 ms doubling to 1 s, jittered), so a server that accepts and
+ * closes at once, or speaks first, is not stormed with connects by the
+ * top-up to `min` or by callers asking again. While makes are held, a
+ * caller who would need one waits for the hold to end when its acquire
+ * timeout outlasts it, else it is answered at once: TIDE_EUNAVAILABLE,
+ * guard TIDE_GUARD_BACKOFF, make_error the failed make's code, the
+ * message its cause, retry_after the hold's rest (stats.held counts
+ * them). Once the hold ends one make goes at a time (a probe) and callers
+ * wait for its outcome; when a make they waited for fails, the caller it
+ * was made for gets its error and the rest are answered as held, each
+ * with the time to retry. The first success lifts it all at once: a make
+ * that follows a success is never held. For no wait, give the ward a
+ * backoff of 1 ns (makes still go one at a time while they fail). Whatever
  * opens the breaker (tide_breaker_deactivate by hand, the policy, a
  * strategy), the callers parked on it are failed at once with
  * TIDE_EUNAVAILABLE and the retry time; closing it serves them again.
