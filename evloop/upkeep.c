@@ -205,8 +205,8 @@ void tide__upkeep_sync(struct tide_evpool *p)
     bool untried = p->untried > 0;
     unsigned key = (unsigned)(live > 0) | (unsigned)p->closing << 1 |
                    (unsigned)topping_up << 2 |
-                   (unsigned)(p->queued.count > 0) << 3 | (unsigned)untried
-                                                              << 4;
+                   (unsigned)(p->queued.count > 0) << 3 |
+                   (unsigned)untried << 4;
     if (key == p->upkeep_key)
         return;
     p->upkeep_key = key;

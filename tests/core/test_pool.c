@@ -985,9 +985,8 @@ END_TEST
  * once, rather than have them wait on the backoff's probe. */
 START_TEST(recovering_breaker_sheds_beside_the_probe)
 {
-    struct tide_breaker_options bo = {.policy = TIDE_BREAKER_STRIKES,
-                                      .strikes = 1,
-                                      .cooldown = TIDE_MS(10)};
+    struct tide_breaker_options bo = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(10)};
     struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
     struct tide_ward w = {.breaker = &bo, .backoff = &bk};
     struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 8), &w);

@@ -308,7 +308,8 @@ static Suite *makes_suite(void)
     TCase *tc = tcase_create("failures");
     fixture_add(tc);
     tcase_add_test(tc, failing_factory_answers_every_waiter_with_the_cause);
-    tcase_add_test(tc, factory_failing_at_once_answers_every_waiter_with_the_cause);
+    tcase_add_test(tc,
+                   factory_failing_at_once_answers_every_waiter_with_the_cause);
     tcase_add_test(tc, ward_backoff_holds_waiters_with_its_own_delay);
     tcase_add_test(tc, one_probe_at_a_time_after_the_hold);
     tcase_add_test(tc, make_error_is_the_last_makes_code);

@@ -19,7 +19,8 @@ END_TEST
 START_TEST(inactive_breaker_fails_acquires_fast_even_with_idle)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct fake *f = release(acquired());
     struct tide_breaker *br = tide_evpool_breaker(fx->pool);
@@ -55,8 +56,9 @@ START_TEST(strikes_open_the_breaker_and_refuse_queued_waiters)
 {
     struct tide_breaker_options b = {
         .policy = TIDE_BREAKER_STRIKES, .strikes = 2, .cooldown = TIDE_SEC(10)};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
-                                    .ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 1),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     fx->mode = MAKE_FAIL_LATER;
     struct answer *a[4];
@@ -86,7 +88,8 @@ START_TEST(recovering_breaker_probes_once_then_activates)
 {
     struct tide_breaker_options b = {
         .policy = TIDE_BREAKER_STRIKES, .strikes = 2, .cooldown = TIDE_MS(100)};
-    struct tide_evpool_options o = {.ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     fx->plan[0] = fx->plan[1] = MAKE_FAIL;
     fx->n_plan = 2;
@@ -234,7 +237,8 @@ START_TEST(strategy_installed_on_the_pools_breaker)
 {
     struct reports r = {.open_on_failure = true};
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     ck_assert_int_eq(
         tide_breaker_set_strategy(tide_evpool_breaker(fx->pool), &counting, &r),
@@ -288,9 +292,10 @@ static bool run_until_destroyed(const struct fake *f, int ms)
 START_TEST(five_discards_among_1000_loans_leave_strikes_active)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 11),
-                                    .health_interval = TIDE_FOREVER,
-                                    .ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 11),
+        .health_interval = TIDE_FOREVER,
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     /* warm: eleven made and idle, as under load */
     struct answer *warm[11];
@@ -325,8 +330,9 @@ END_TEST
 START_TEST(five_discards_in_a_row_open_strikes)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 5),
-                                    .ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 5),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct answer *a[5];
     for (int k = 0; k < 5; k++)
@@ -515,9 +521,10 @@ strikes_after(int (*between)(struct tide_evpool *, void *))
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
                                      .strikes = 5};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
-                                    .health_interval = TIDE_FOREVER,
-                                    .ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 1),
+        .health_interval = TIDE_FOREVER,
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     /* proven, so the discards below are loans gone bad, not failed makes */
     release(acquired());
@@ -610,7 +617,8 @@ START_TEST(recovering_reopens_on_a_probes_failure)
 {
     struct tide_breaker_options b = {
         .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(50)};
-    struct tide_evpool_options o = {.ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     fx->mode = MAKE_FAIL;
     struct answer *a = acquire(0, NULL);
@@ -636,8 +644,9 @@ START_TEST(deactivate_by_hand_fails_parked_waiters_at_once)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
                                      .cooldown = TIDE_SEC(5)};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
-                                    .ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 1),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct answer *a = acquired();
     struct answer *w1 = acquire(TIDE_SEC(2), NULL);
@@ -675,8 +684,9 @@ START_TEST(strategy_opening_fails_parked_waiters_at_once)
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_CUSTOM,
                                      .strategy = &counting,
                                      .strategy_arg = &r};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 2),
-                                    .ward = {.breaker = &b, .backoff = NO_HOLD}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 2),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct answer *a = acquired();
     struct answer *c = acquired();

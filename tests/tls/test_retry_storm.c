@@ -34,16 +34,16 @@ struct retry_run;
 
 struct caller {
     struct retry_run *run;
-    struct event *again;  /* the next acquire */
+    struct event *again;     /* the next acquire */
     struct bufferevent *bev; /* lent, in its exchange */
-    int64_t asked;        /* ms: when the pending acquire was made */
+    int64_t asked;           /* ms: when the pending acquire was made */
     int acquires;
     int answers;
     int lent;
-    int served;      /* exchanges that came back whole */
-    int refused;     /* acquires answered with an error */
-    int without_why; /* ... that did not say why or when to retry */
-    int greeted;     /* loans that began with bytes nobody asked for */
+    int served;       /* exchanges that came back whole */
+    int refused;      /* acquires answered with an error */
+    int without_why;  /* ... that did not say why or when to retry */
+    int greeted;      /* loans that began with bytes nobody asked for */
     int64_t wait_max; /* ms */
     char last[320];
 };
@@ -294,8 +294,7 @@ START_TEST(healthy_server_makes_are_never_held)
         fprintf(stderr,
                 "healthy: caller %d: %d acquires, %d served, %d refused, "
                 "longest wait %lld ms\n",
-                k, c->acquires, c->served, c->refused,
-                (long long)c->wait_max);
+                k, c->acquires, c->served, c->refused, (long long)c->wait_max);
         ck_assert_int_eq(c->refused, 0);
         ck_assert_int_gt(c->served, 50);
         if (c->wait_max > wait_max)
@@ -383,8 +382,8 @@ START_TEST(fresh_connection_with_a_greeting_is_never_lent)
     struct tide_evpool_options po = {.seed = 1};
     ck_assert_int_eq(tide_evpool_new(fx->base, &table, &po, &pool), 0);
     struct first_answer a = {0};
-    ck_assert_int_eq(
-        tide_evpool_acquire(pool, TIDE_SEC(2), on_first, &a, NULL), 0);
+    ck_assert_int_eq(tide_evpool_acquire(pool, TIDE_SEC(2), on_first, &a, NULL),
+                     0);
     ck_assert(run_until(first_answered, &a, 2000));
     ck_assert_int_eq(s.accepted, 1);
     ck_assert_msg(!a.greeted, "lent with the greeting waiting in it");
