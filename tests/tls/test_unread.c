@@ -315,8 +315,9 @@ static void start(struct load *l, int tls_version)
     }
     /* A borrower here leaves a reply unread on purpose, a new
      * connection's first loan too: each such is a failed make, and the
-     * preset would hold makes (refusing callers) after each. This load is
-     * about what is lent, so makes are held 1 ns: no caller is refused. */
+     * preset would hold makes after each (callers who need one wait out
+     * the hold, and those that waited are refused at the next failure).
+     * This load is about what is lent, so makes are held 1 ns. */
     static const struct tide_backoff no_hold = {
         .base = 1, .cap = 1, .jitter = TIDE_JITTER_RIGID};
     struct tide_evpool_options po = {
