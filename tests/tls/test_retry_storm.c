@@ -43,6 +43,7 @@ struct caller {
     int served;       /* exchanges that came back whole */
     int refused;      /* acquires answered with an error */
     int without_why;  /* ... that did not say why or when to retry */
+    int timeouts;     /* ... that were its own deadline */
     int greeted;      /* loans that began with bytes nobody asked for */
     int64_t wait_max; /* ms */
     char last[320];
@@ -127,10 +128,19 @@ static void on_answer(struct tide_evpool *pool, int status, void *resource,
                  tide_err_name(status), why->guard,
                  (long long)(why->retry_after / TIDE_MS(1)), why->message);
         /* the cause: a make's own code, or a refusal naming the failed
-         * make it holds makes for; and when to come back */
-        bool cause = status != TIDE_EUNAVAILABLE || why->make_error != 0;
-        if (!cause || why->retry_after <= 0 || !why->message[0])
+         * make it holds makes for; and when to come back. A timeout is
+         * the caller's own deadline, run out while it waited for a probe
+         * (a make let through while makes fail): it names the failure it
+         * waited on, and no time to retry when no hold runs (the probe's
+         * outcome decides) */
+        bool cause =
+            (status != TIDE_EUNAVAILABLE && status != TIDE_ETIMEDOUT) ||
+            why->make_error != 0;
+        bool when = why->retry_after > 0 || status == TIDE_ETIMEDOUT;
+        if (!cause || !when || !why->message[0])
             c->without_why++;
+        if (status == TIDE_ETIMEDOUT)
+            c->timeouts++;
         call_again(c, RETRY_MS);
         return;
     }
@@ -215,21 +225,23 @@ static int storm(struct retry_run *r, const char *name)
     int connects = r->s.accepted;
     struct tide_evpool_stats ps;
     tide_evpool_stats(r->pool, &ps);
-    int acquires = 0, lent = 0, served = 0, refused = 0, greeted = 0;
+    int acquires = 0, lent = 0, served = 0, refused = 0, greeted = 0,
+        timeouts = 0;
     for (int k = 0; k < CALLERS; k++) {
         acquires += r->callers[k].acquires;
         lent += r->callers[k].lent;
         served += r->callers[k].served;
         refused += r->callers[k].refused;
         greeted += r->callers[k].greeted;
+        timeouts += r->callers[k].timeouts;
     }
     fprintf(stderr,
             "%s: %d connects in %d ms; %d acquires, %d lent, %d served, %d "
-            "refused, %d lent greeted; pool: made %llu, failed %llu, held "
-            "%llu\n",
-            name, connects, STORM_MS, acquires, lent, served, refused, greeted,
-            (unsigned long long)ps.made, (unsigned long long)ps.make_failures,
-            (unsigned long long)ps.held);
+            "refused (%d timed out), %d lent greeted; pool: made %llu, failed "
+            "%llu, held %llu\n",
+            name, connects, STORM_MS, acquires, lent, served, refused, timeouts,
+            greeted, (unsigned long long)ps.made,
+            (unsigned long long)ps.make_failures, (unsigned long long)ps.held);
     for (int k = 0; k < CALLERS; k++)
         if (r->callers[k].last[0])
             fprintf(stderr, "  caller %d, last refusal: %s\n", k,
