@@ -210,10 +210,25 @@ static int failures(struct tide_evpool *p)
  * server sees one connect a hold, not one a caller. */
 static void hold_waiters(struct tide_evpool *p, struct tide_taken t)
 {
+    struct tide_acquire *first = first_uncovered(p);
+    if (!first)
+        return;
     int run = failures(p);
     int64_t until = tide__after(p->now, t.answer == TIDE_LATER ? t.span : 0);
+    /* Within a run of failures the hold ends when it ends: a waiter seen
+     * in this run already (held == run) was judged against this same end,
+     * and so was every one before it. A pass then looks only at those
+     * queued since, at the tail, and the pump runs that a busy queue
+     * brings while makes fail cost no walk of the whole queue. */
+    struct tide_acquire *from = NULL;
+    for (struct tide_acquire *w = p->queued.tail; w && w->held != run;
+         w = w->prev) {
+        from = w;
+        if (w == first)
+            break;
+    }
     bool waiting = false;
-    for (struct tide_acquire *w = first_uncovered(p), *next; w; w = next) {
+    for (struct tide_acquire *w = from, *next; w; w = next) {
         next = w->next;
         if ((w->held && w->held != run) ||
             (t.answer == TIDE_LATER && w->deadline < until)) {
@@ -229,8 +244,8 @@ static void hold_waiters(struct tide_evpool *p, struct tide_taken t)
         waiting = true;
     }
     /* the hold's end runs the pump: the probe starts; a probe's outcome
-     * runs it anyway */
-    if (waiting && t.answer == TIDE_LATER)
+     * runs it anyway (an armed wake stays as it is) */
+    if (t.answer == TIDE_LATER && (waiting || from != first))
         tide__wake_in(&p->retry, t.span);
 }
 
