@@ -623,6 +623,7 @@ static TIDE__INLINE int fill_checked(struct tide_pool *p, void *item,
     if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
     (void)fill_reservation(p, item, now, at);
+    p->probing = false; /* made: the next make may go (see core.h) */
     return 0;
 }
 
@@ -647,12 +648,6 @@ void tide_pool_tried(struct tide_pool *p, int64_t now, double roll, bool ok)
         make_succeeded(p, now);
     else
         make_failed(p, now, roll);
-}
-
-void tide_pool_forgo(struct tide_pool *p)
-{
-    if (p)
-        p->probing = false;
 }
 
 void tide_pool_report(struct tide_pool *p, int64_t now, bool ok)

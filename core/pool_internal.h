@@ -97,8 +97,8 @@ struct tide_pool {
     int64_t backoff_until;    /* no MAKE before this (INT64_MIN: none) */
     int64_t backoff_previous; /* the last delay drawn */
     /* While makes fail (backoff_failures > 0), one make at a time: a
-     * probe was let through once the hold ended and its outcome is not in
-     * yet (made, unmade, tried or forgo). Never set without a failure. */
+     * probe was let through once the hold ended and is being made (made,
+     * made_untried or unmade ends it). Never set without a failure. */
     bool probing;
 };
 

@@ -58,8 +58,6 @@ uint32_t tide__conn_add(struct tide_evpool *p, void *resource)
 void tide__conn_remove(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
-    if (c->untried) /* it leaves before its make could show anything */
-        tide__conn_forgo(p, i);
     tide__itemmap_remove(&p->map, c->resource);
     c->resource = NULL;
     c->state = CONN_FREE;

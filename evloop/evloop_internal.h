@@ -324,11 +324,6 @@ struct tide_evpool {
      * is the ward's, else the preset): the top-up to min waits out the
      * hold on this wake, while below min. */
     struct wake topup_wake;
-    /* Resources made whose make's outcome is still open (conn.untried):
-     * while there are any, the eviction round settles those that lived
-     * UNTRIED_SPAN as made, so a probe the core waits on never stays out
-     * for ever (makes.c). */
-    int64_t untried;
 
     /* events */
     struct event pump;
@@ -584,14 +579,6 @@ void tide__make_start(struct tide_evpool *p, bool for_waiter);
  * fit or it was retired. Returns true when that counted as a failed make
  * (so it is no further outcome of its own). */
 bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died);
-/* Conn i leaves its make's outcome open for good (abandoned in its first
- * loan, or leaving the books before it was lent or died): no outcome, but
- * the core hears that the make is over (tide_pool_forgo). */
-void tide__conn_forgo(struct tide_evpool *p, uint32_t i);
-/* Settles as made every untried resource older than UNTRIED_SPAN: by the
- * rule above its make can no longer count as failed. The eviction round
- * runs it while any is untried. */
-void tide__makes_settle_ripe(struct tide_evpool *p);
 /* Inline: every release asks, and all but a resource's first loan answer
  * no. */
 static inline bool tide__conn_settle(struct tide_evpool *p, uint32_t i,

@@ -272,8 +272,7 @@ static int end_lent(struct tide_evpool *p, void *resource, enum loan_end how)
          * leaves its make unsettled rather than proven or failed: neither
          * the breaker nor the backoff hears of it. */
         p->counters.abandoned++;
-        if (p->conns[i].untried)
-            tide__conn_forgo(p, i);
+        p->conns[i].untried = false;
     } else {
         /* a retire is an accepted release, as when retire_after retires
          * one; a first loan settles its make beside */

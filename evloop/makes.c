@@ -183,7 +183,6 @@ void tide_evpool_made(struct tide_make *t, void *resource)
     (void)tide_pool_made_untried(p->core, tide__conn_key(i), p->now);
     p->conns[i].slot = tide_pool_slot(p->core, tide__conn_key(i));
     p->conns[i].untried = true;
-    p->untried++;
     p->conns[i].made_at = p->now;
     p->counters.made++;
     /* a waiter answered from now on did not wait on a failing factory */
@@ -222,7 +221,6 @@ bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died)
 {
     struct conn *c = &p->conns[i];
     c->untried = false;
-    p->untried--;
     if (died && p->now - c->made_at < UNTRIED_SPAN) {
         tide_pool_tried(p->core, p->now, tide__evpool_roll(p), false);
         p->counters.make_failures++;
@@ -232,31 +230,6 @@ bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died)
     tide_pool_tried(p->core, p->now, 0.0, true);
     p->make_error = 0;
     return false;
-}
-
-void tide__conn_forgo(struct tide_evpool *p, uint32_t i)
-{
-    p->conns[i].untried = false;
-    p->untried--;
-    tide_pool_forgo(p->core);
-}
-
-/* A resource that lived UNTRIED_SPAN proved its make, whatever its first
- * loan does later: one lent to a borrower who holds it (a subscriber), or
- * made for the minimum and idle since, would otherwise keep its make open,
- * and while makes fail the core lets no other through until it settles. */
-void tide__makes_settle_ripe(struct tide_evpool *p)
-{
-    bool settled = false;
-    for (uint32_t i = 0; i < p->conn_capacity && p->untried > 0; i++) {
-        struct conn *c = &p->conns[i];
-        if (c->untried && p->now - c->made_at >= UNTRIED_SPAN) {
-            (void)tide__conn_settle_make(p, i, false);
-            settled = true;
-        }
-    }
-    if (settled)
-        tide__serve_schedule(p); /* a hold lifted: waiters may make now */
 }
 
 void tide__makes_cancel_all(struct tide_evpool *p)

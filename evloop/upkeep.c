@@ -81,8 +81,6 @@ static void scan_leaks(struct tide_evpool *p)
 static void evict_work(struct tide_evpool *p)
 {
     tide__waiters_trim(p);
-    if (p->untried > 0)
-        tide__makes_settle_ripe(p);
     if (p->evicting)
         destroy_evicted(p);
     tide__topup(p);
@@ -148,8 +146,7 @@ static void reading_init(struct tide_evpool *p, struct tide_limits l)
 void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
                        int64_t health_interval, int64_t lag_interval)
 {
-    /* The eviction timer also paces the top-ups to min after a failure,
-     * and settles the makes of resources that lived UNTRIED_SPAN. With
+    /* The eviction timer also paces the top-ups to min after a failure. With
      * eviction off it still runs then (and only then), once a second, the
      * preset interval: a failed minimum must be made again some time. */
     struct tide_limits l = tide_pool_limits(p->core);
@@ -202,17 +199,15 @@ void tide__upkeep_sync(struct tide_evpool *p)
 {
     int64_t live = tide_pool_live(p->core);
     bool topping_up = !p->closing && live < p->min;
-    bool untried = p->untried > 0;
     unsigned key = (unsigned)(live > 0) | (unsigned)p->closing << 1 |
                    (unsigned)topping_up << 2 |
-                   (unsigned)(p->queued.count > 0) << 3 |
-                   (unsigned)untried << 4;
+                   (unsigned)(p->queued.count > 0) << 3;
     if (key == p->upkeep_key)
         return;
     p->upkeep_key = key;
     if (!topping_up)
         tide__wake_stop(&p->topup_wake);
-    want(p, &p->evict, (live > 0 && p->evicting) || topping_up || untried);
+    want(p, &p->evict, (live > 0 && p->evicting) || topping_up);
     want(p, &p->health, live > 0 && !p->closing);
     want(p, &p->leak, live > 0);
     want(p, &p->lag, live > 0 || p->queued.count > 0);

@@ -192,16 +192,11 @@ static void settle(struct web_engine *e, struct conn *c, bool ok)
         e->row.make_failures++;
 }
 
-/* The pool closes one it no longer keeps (not kept, evicted, stale): an
- * open make ends with no outcome, as in evloop (tide_pool_forgo). */
+/* The pool closes one it no longer keeps (not kept, evicted, stale): the
+ * connect had worked, so an open make settles as served. */
 static void conn_close(struct web_engine *e, uint32_t i)
 {
-    struct conn *c = &e->conns[i];
-    if (c->untried) {
-        c->untried = false;
-        e->decisions++;
-        tide_pool_forgo(e->pool);
-    }
+    settle(e, &e->conns[i], true);
     conn_free(e, i);
 }
 

@@ -452,8 +452,8 @@ enum tide_answer {
     TIDE_MAKE,      /* room reserved: open one, then made() or unmade() */
     TIDE_WAIT,      /* every live slot is in use: queue the caller; or
                        (guard TIDE_GUARD_BACKOFF) makes are failing and the
-                       one make let through to probe is out: queue the
-                       caller until its outcome is in */
+                       one make let through to probe is being made:
+                       queue the caller until it is made or fails */
     TIDE_LATER,     /* making is held back for `span` ns */
     TIDE_SHED,      /* refuse now; `guard` says who */
 };
@@ -543,14 +543,14 @@ TIDE_API int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll);
  * retry, rather than queue a connect that would likely fail too. Once the
  * delay has passed, and for as long as the last make failed, one make at
  * a time is let through (a probe): a take or grow that would make another
- * meanwhile answers WAIT, guard TIDE_GUARD_BACKOFF, until the probe's
- * outcome is in (made, unmade, tried, or forgo); while a breaker is
- * RECOVERING it decides who probes instead, and sheds the rest. A failure
- * holds makes
- * again, for a longer delay; the first success lifts the hold and the
- * probe at once, so a healthy backend, or one recovered, pays nothing: a
- * make that follows a success is never held. Makes answered before the
- * failure keep running; their outcomes count as the probe's would. */
+ * while it is being made answers WAIT, guard TIDE_GUARD_BACKOFF, until it
+ * is made (made, made_untried) or fails (unmade); while a breaker is
+ * RECOVERING it decides who probes instead, and sheds the rest. Only the
+ * make is waited for, not its first use: nobody waits on another's loan.
+ * A failure (unmade, or tried not ok) holds makes again, for a longer
+ * delay; the first success lifts the hold at once, so a healthy backend,
+ * or one recovered, pays nothing: a make that follows a success is never
+ * held. Makes answered before the failure keep running. */
 
 /* As tide_pool_made, but the make's outcome is left open: a connection has
  * not shown it works until it has served. Settle it with tide_pool_tried
@@ -566,14 +566,6 @@ TIDE_API int tide_pool_made_untried(struct tide_pool *p, void *item,
  * taken off the books with give or drop as usual. */
 TIDE_API void tide_pool_tried(struct tide_pool *p, int64_t now, double roll,
                               bool ok);
-/* Ends a make left open by made_untried with no outcome: its resource left
- * before it could show anything (abandoned by its borrower for reasons of
- * its own, closed as not kept), so the make is neither a success nor a
- * failure. Neither the breaker nor the backoff hears of it, but a probe
- * waited on is no longer out (see "Makes held while makes fail"): the
- * next take may probe again. Call it once per such make, or a pool whose
- * makes fail waits on that probe for ever. */
-TIDE_API void tide_pool_forgo(struct tide_pool *p);
 /* Reports how a loan went, for the breaker: ok for an accepted release,
  * not ok for a discard, a release judged unfit or a failed health check.
  * Backoff is not touched: it is about making. */
@@ -774,8 +766,8 @@ struct tide_pool_guards {
     double bucket_tokens;   /* tokens there now; -1 without a bucket */
     int64_t backoff_hold;   /* ns until makes may resume; 0: no hold */
     int backoff_failures;   /* failed makes in a row (with a backoff) */
-    bool backoff_probing;   /* makes fail and a probe is out: a make
-                               waits for its outcome */
+    bool backoff_probing;   /* makes fail and a probe is being made: a
+                               make waits until it is made or fails */
     double shedder_ceiling; /* resources in flight allowed now; -1
                                without a shedder */
 };

@@ -37,9 +37,10 @@
  * guard TIDE_GUARD_BACKOFF, make_error the failed make's code, the
  * message its cause, retry_after the hold's rest (stats.held counts
  * them). Once the hold ends one make goes at a time (a probe) and callers
- * wait for its outcome; when a make they waited for fails, the caller it
- * was made for gets its error and the rest are answered as held, each
- * with the time to retry. The first success lifts it all at once: a make
+ * who would need another wait while it is being made (not for its first
+ * loan); when a make they waited for fails, the caller it was made for
+ * gets its error and the rest are answered as held, each with the time to
+ * retry. The first success lifts it all at once: a make
  * that follows a success is never held. For no wait, give the ward a
  * backoff of 1 ns (makes still go one at a time while they fail). Whatever
  * opens the breaker (tide_breaker_deactivate by hand, the policy, a

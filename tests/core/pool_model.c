@@ -860,8 +860,6 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
             tide_pool_report(d->pool, d->now, roll < 0.7);
         else if (arg % 16 == 7)
             tide_pool_tried(d->pool, d->now, roll, roll < 0.7);
-        else if (arg % 16 == 11) /* an untried make ends with no outcome */
-            tide_pool_forgo(d->pool);
         else
             op_take(d, roll);
         break;

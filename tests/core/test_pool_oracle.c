@@ -167,11 +167,6 @@ static void step(struct pair *pr)
         oracle_pool_tried(pr->oracle, pr->now, roll, ok);
         break;
     case 11:
-        if (roll < 0.25) { /* a make left open ends with no outcome */
-            tide_pool_forgo(pr->live);
-            oracle_pool_forgo(pr->oracle);
-            break;
-        }
         tide_pool_report(pr->live, pr->now, ok);
         oracle_pool_report(pr->oracle, pr->now, ok);
         break;

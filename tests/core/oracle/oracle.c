@@ -85,11 +85,6 @@ void oracle_pool_tried(struct oracle_pool *p, int64_t now, double roll, bool ok)
     tide_pool_tried(frozen(p), now, roll, ok);
 }
 
-void oracle_pool_forgo(struct oracle_pool *p)
-{
-    tide_pool_forgo(frozen(p));
-}
-
 void oracle_pool_report(struct oracle_pool *p, int64_t now, bool ok)
 {
     tide_pool_report(frozen(p), now, ok);

@@ -51,7 +51,6 @@ int oracle_pool_made(struct oracle_pool *p, void *item, int64_t now);
 int oracle_pool_made_untried(struct oracle_pool *p, void *item, int64_t now);
 void oracle_pool_tried(struct oracle_pool *p, int64_t now, double roll,
                        bool ok);
-void oracle_pool_forgo(struct oracle_pool *p);
 void oracle_pool_report(struct oracle_pool *p, int64_t now, bool ok);
 int oracle_pool_unmade(struct oracle_pool *p, int64_t now, double roll);
 int oracle_pool_give(struct oracle_pool *p, void *item, int64_t now);

@@ -77,7 +77,6 @@
 #define tide_pool_take            oracle__tide_pool_take
 #define tide_pool_take_idle       oracle__tide_pool_take_idle
 #define tide_pool_tried           oracle__tide_pool_tried
-#define tide_pool_forgo           oracle__tide_pool_forgo
 #define tide_pool_unmade          oracle__tide_pool_unmade
 
 #endif

@@ -86,8 +86,8 @@ struct tide_pool {
     int64_t backoff_until;    /* no MAKE before this (INT64_MIN: none) */
     int64_t backoff_previous; /* the last delay drawn */
     /* While makes fail (backoff_failures > 0), one make at a time: a
-     * probe was let through once the hold ended and its outcome is not in
-     * yet (made, unmade, tried or forgo). Never set without a failure. */
+     * probe was let through once the hold ended and is being made (made,
+     * made_untried or unmade ends it). Never set without a failure. */
     bool probing;
 };
 
@@ -702,6 +702,7 @@ static TIDE__INLINE int fill_checked(struct tide_pool *p, void *item,
     if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
     (void)fill_reservation(p, item, now, at);
+    p->probing = false; /* made: the next make may go (see core.h) */
     return 0;
 }
 
@@ -726,12 +727,6 @@ void tide_pool_tried(struct tide_pool *p, int64_t now, double roll, bool ok)
         make_succeeded(p, now);
     else
         make_failed(p, now, roll);
-}
-
-void tide_pool_forgo(struct tide_pool *p)
-{
-    if (p)
-        p->probing = false;
 }
 
 void tide_pool_report(struct tide_pool *p, int64_t now, bool ok)
