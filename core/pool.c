@@ -387,6 +387,11 @@ TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
     if (now < p->backoff_until)
         return answer(TIDE_LATER, NULL, tide__elapsed(now, p->backoff_until),
                       TIDE_GUARD_BACKOFF);
+    /* the hold is over but the last make failed: one probe at a time, and
+     * who comes meanwhile waits for its outcome; a breaker that recovers
+     * has probes of its own, and refuses the rest at once */
+    if (p->probing && p->breaker.state != TIDE_BREAKER_RECOVERING)
+        return answer(TIDE_WAIT, NULL, 0, TIDE_GUARD_BACKOFF);
     if (p->has_bucket) {
         tide__bucket_refill(&p->bucket, now);
         if (p->bucket.tokens < 1.0)
@@ -400,6 +405,7 @@ TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_BREAKER);
     if (p->has_bucket)
         tide__bucket_spend(&p->bucket, now, p->bucket.tokens); /* refilled */
+    p->probing = p->backoff_failures > 0;
     return reserve_slot(p, now, roll);
 }
 
@@ -409,7 +415,7 @@ TIDE__NOINLINE static struct tide_taken reserve(struct tide_pool *p,
  * arithmetic; one that is not goes the long way. */
 static bool guards_open(const struct tide_pool *p, int64_t now)
 {
-    if (now < p->backoff_until)
+    if (now < p->backoff_until || p->backoff_failures > 0)
         return false;
     if (now < p->bucket.full_from)
         return false;
@@ -608,16 +614,19 @@ static TIDE__INLINE void make_succeeded(struct tide_pool *p, int64_t now)
         p->backoff_failures = 0;
         p->backoff_previous = 0;
         p->backoff_until = INT64_MIN;
+        p->probing = false;
     }
     tide__breaker_success(&p->breaker, now);
 }
 
-/* A make failed: the breaker counts a failure and backoff holds makes. */
+/* A make failed: the breaker counts a failure and backoff holds makes,
+ * then lets one through at a time until one succeeds. */
 static void make_failed(struct tide_pool *p, int64_t now, double roll)
 {
     if (p->has_breaker)
         tide_breaker_failure(&p->breaker, now);
     if (p->has_backoff) {
+        p->probing = false;
         int retry = p->backoff_failures < 64 ? p->backoff_failures : 64;
         p->backoff_failures++;
         p->backoff_previous = tide_backoff_delay(
@@ -640,6 +649,7 @@ static TIDE__INLINE int fill_checked(struct tide_pool *p, void *item,
     if (p->map.cells[at] != TIDE__ITEMMAP_NONE)
         return TIDE_EDUPLICATE;
     (void)fill_reservation(p, item, now, at);
+    p->probing = false; /* made: the next make may go (see core.h) */
     return 0;
 }
 
@@ -980,6 +990,7 @@ void tide_pool_guards(struct tide_pool *p, int64_t now,
     if (now < p->backoff_until)
         out->backoff_hold = tide__elapsed(now, p->backoff_until);
     out->backoff_failures = p->backoff_failures;
+    out->backoff_probing = p->probing;
     if (p->has_shedder)
         out->shedder_ceiling = p->shedder.ceiling;
 }

@@ -104,6 +104,10 @@ struct tide_pool {
     int backoff_failures;     /* makes failed in a row */
     int64_t backoff_until;    /* no MAKE before this (INT64_MIN: none) */
     int64_t backoff_previous; /* the last delay drawn */
+    /* While makes fail (backoff_failures > 0), one make at a time: a
+     * probe was let through once the hold ended and is being made (made,
+     * made_untried or unmade ends it). Never set without a failure. */
+    bool probing;
 };
 
 /* ---- the idle stack ---- */

@@ -31,9 +31,20 @@ static void arm_for_head(struct deadline_queue *q, int64_t now)
 static void time_out(struct tide_evpool *p, struct tide_acquire *w)
 {
     p->counters.timeouts++;
-    /* when the last make failed, say why the wait was in vain */
-    tide__waiter_answer(p, w, TIDE_ETIMEDOUT, NULL, TIDE_GUARD_NONE, 0,
-                        p->make_error ? p->last_message : NULL);
+    /* when the last make failed, say why the wait was in vain; a waiter
+     * held while makes fail waited on that failure (its probe may have
+     * been made meanwhile, not proven yet), and when makes are held still
+     * it is told when they may start again */
+    int cause = w->held ? p->last_error : p->make_error;
+    int64_t retry = 0;
+    if (w->held) {
+        struct tide_pool_guards g;
+        tide_pool_guards(p->core, p->now, &g);
+        retry = g.backoff_hold;
+    }
+    tide__waiter_answer(p, w, TIDE_ETIMEDOUT, NULL, TIDE_GUARD_NONE, retry,
+                        cause ? p->last_message : NULL);
+    w->make_error = cause;
 }
 
 /* The end of a timeout's callback: the answers delivered, and the pump run

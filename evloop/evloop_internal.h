@@ -109,6 +109,11 @@ struct tide_acquire {
     tide_acquire_cb cb;
     void *arg;
     int64_t start;
+    int64_t deadline; /* start + its timeout */
+    /* Makes held after failed makes when it came to need one: the run of
+     * failures (the core's count) it waits through, 0 if none. A failure
+     * after that one is the make it waited for failing: it is answered. */
+    int held;
     /* the answer, once READY; the tide_why the callback reads is made from
      * it at delivery */
     void *resource;
@@ -249,6 +254,7 @@ struct counters {
     uint64_t abandoned;
     uint64_t broken;
     uint64_t stale_loans;
+    uint64_t held;
 };
 
 /* A timer that is armed only while there is work for it. */
@@ -336,13 +342,10 @@ struct tide_evpool {
     struct aside_list TIDE__LIST_OF(struct aside) asides;
     int64_t makes_for_waiters;
     int64_t makes_pending; /* answered by neither the factory nor a timeout */
-    /* The top-up to min backs off after failed makes, ward or not: the
-     * ward's backoff when it has one, else the preset. */
-    struct tide_backoff topup_backoff;
-    int topup_failures;     /* failed makes in a row */
-    int64_t topup_previous; /* the last delay drawn */
-    int64_t topup_after;    /* no top-up make before this */
-    struct wake topup_wake; /* at topup_after, while below min */
+    /* Makes are held after failed makes, ward or not (the core's backoff
+     * is the ward's, else the preset): the top-up to min waits out the
+     * hold on this wake, while below min. */
+    struct wake topup_wake;
 
     /* events */
     struct event pump;

@@ -139,7 +139,15 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
     p->shedding = o.ward.shedder != NULL;
     p->rng = o.seed ? o.seed
                     : (uint64_t)tide__evpool_clock(p) ^ (uint64_t)(uintptr_t)p;
-    rc = tide_pool_new(&o.limits, &o.ward, tide__evpool_clock(p), &p->core);
+    /* Makes are held after failed makes with or without a ward's backoff:
+     * the preset stands in, so callers retrying against a server that
+     * accepts and closes, or speaks first, do not storm it (core.h, "Makes
+     * held while makes fail"). */
+    struct tide_backoff preset = {0};
+    struct tide_ward ward = o.ward;
+    if (!ward.backoff)
+        ward.backoff = &preset;
+    rc = tide_pool_new(&o.limits, &ward, tide__evpool_clock(p), &p->core);
     if (rc == 0) {
         int64_t size = o.limits.size;
         rc = tide__conns_init(p, size < 1024 ? (uint32_t)size : 1024);
@@ -154,8 +162,6 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
     p->breaker = tide_pool_breaker(p->core);
     if (p->breaker)
         tide__breaker_listen(p->breaker, on_breaker_changed, p);
-    p->topup_backoff = tide_backoff_resolve(
-        o.ward.backoff ? *o.ward.backoff : (struct tide_backoff){0});
     event_assign(&p->pump, base, -1, 0, on_pump, p);
     tide__wake_init(p, &p->retry);
     tide__deadlines_init(p);
@@ -328,6 +334,7 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->health_failures = c->health_failures;
     out->leaks = c->leaks;
     out->lost = c->lost;
+    out->held = c->held;
     out->wait_p50 = tide__waits_quantile(&p->waits, 0.50);
     out->wait_p90 = tide__waits_quantile(&p->waits, 0.90);
     out->wait_p99 = tide__waits_quantile(&p->waits, 0.99);

@@ -21,28 +21,19 @@ static void remember_error(struct tide_evpool *p, int code, const char *message)
         memcpy(p->last_message, m, n);
 }
 
-/* The top-up waits out a jittered, growing delay after each failed make,
- * so a minimum against a server that fails every connection (or accepts
- * and closes it) asks again a few times a second at first and once a
- * second soon after, never in a storm. */
-static void topup_hold(struct tide_evpool *p)
+/* How long the core holds makes now after a failed make: the time a
+ * caller refused meanwhile is told to retry after. */
+static int64_t hold_left(struct tide_evpool *p)
 {
-    int retry = p->topup_failures < 64 ? p->topup_failures : 64;
-    p->topup_failures++;
-    p->topup_previous = tide_backoff_delay(
-        &p->topup_backoff, retry, tide__evpool_roll(p), p->topup_previous);
-    p->topup_after = tide__after(p->now, p->topup_previous);
+    struct tide_pool_guards g;
+    tide_pool_guards(p->core, p->now, &g);
+    return g.backoff_hold;
 }
 
-static void topup_release(struct tide_evpool *p)
-{
-    p->topup_failures = 0;
-    p->topup_previous = 0;
-    p->topup_after = 0;
-}
-
-/* The core forgets the reservation as a failure; a waiter that needed it
- * gets the error, exactly once. */
+/* The core forgets the reservation as a failure, and holds makes; a
+ * waiter that needed it gets the error, exactly once, with the time the
+ * hold has left. The other waiters that would need a make are answered by
+ * the pump, which the core now tells to hold them. */
 static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
                         const char *message)
 {
@@ -50,12 +41,11 @@ static void make_failed(struct tide_evpool *p, bool for_waiter, int code,
     (void)tide_pool_unmade(p->core, p->now, tide__evpool_roll(p));
     p->counters.make_failures++;
     remember_error(p, code, message);
-    topup_hold(p);
     if (for_waiter) {
         p->makes_for_waiters--;
         if (p->queued.count > 0)
             tide__waiter_answer(p, p->queued.head, code, NULL, TIDE_GUARD_NONE,
-                                0, p->last_message);
+                                hold_left(p), p->last_message);
     }
     tide__serve_schedule(p);
     tide__evpool_check_closed(p);
@@ -173,6 +163,18 @@ void tide_evpool_made(struct tide_make *t, void *resource)
                     "already holds");
         return;
     }
+    /* Fresh, it is checked as an idle one is before a loan: a server that
+     * spoke first or closed at once has its bytes or its FIN there
+     * already, and one lent so would fail its borrower's first request.
+     * Dead at birth, the make failed. */
+    if (p->factory.alive && !p->factory.alive(resource, p->factory.arg)) {
+        make_failed(p, for_waiter, TIDE_EUNPROVEN,
+                    "the resource was dead as it was made (alive() said no: "
+                    "the peer closed it, or sent bytes nobody asked for)");
+        p->counters.made++;
+        tide__resource_destroy(p, resource);
+        return;
+    }
     uint32_t i = tide__conn_add(p, resource);
     if (i == CONN_NONE) {
         make_failed(p, for_waiter, TIDE_ENOMEM, NULL);
@@ -242,11 +244,9 @@ bool tide__conn_settle_make(struct tide_evpool *p, uint32_t i, bool died)
         tide_pool_tried(p->core, p->now, tide__evpool_roll(p), false);
         p->counters.make_failures++;
         remember_error(p, TIDE_EUNPROVEN, NULL);
-        topup_hold(p);
         return true;
     }
     tide_pool_tried(p->core, p->now, 0.0, true);
-    topup_release(p);
     p->make_error = 0;
     return false;
 }

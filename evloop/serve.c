@@ -128,6 +128,8 @@ static const char *refusal_message(const struct tide_evpool *p,
 {
     static const char *const why[] = {
         [TIDE_GUARD_BREAKER] = "refused at once: the breaker is open",
+        [TIDE_GUARD_BACKOFF] = "no make for it: makes are held after a "
+                               "failed make",
         [TIDE_GUARD_SHEDDER] = "refused at once: the host is shedding load "
                                "(the event loop lags)",
         [TIDE_GUARD_MEMORY] = "refused at once: the pool could not grow its "
@@ -135,16 +137,46 @@ static const char *refusal_message(const struct tide_evpool *p,
     };
     if ((size_t)g >= sizeof why / sizeof why[0] || !why[g])
         return NULL;
+    long long ms = (long long)((retry + TIDE_MS(1) - 1) / TIDE_MS(1));
+    /* a hold is there because the last make failed: it says which way */
+    if (g == TIDE_GUARD_BACKOFF) {
+        snprintf(buf, len, "%s (%s); the next may start in %lld ms", why[g],
+                 p->last_message ? p->last_message : "", ms);
+        return buf;
+    }
     /* the failure named is the last make's, while makes still fail */
     if (g != TIDE_GUARD_BREAKER || !p->make_error || !p->last_message)
         return why[g];
     char when[64] = "";
     if (retry > 0)
-        snprintf(when, sizeof when, "; it probes again in %lld ms",
-                 (long long)((retry + TIDE_MS(1) - 1) / TIDE_MS(1)));
+        snprintf(when, sizeof when, "; it probes again in %lld ms", ms);
     snprintf(buf, len, "%s after failures (the last: %s)%s", why[g],
              p->last_message, when);
     return buf;
+}
+
+/* Answers waiter w with a refusal: t's guard, and when to come back (an
+ * open breaker that knows its cooldown, or a hold on makes: when it
+ * ends). */
+static void refuse_waiter(struct tide_evpool *p, struct tide_acquire *w,
+                          struct tide_taken t)
+{
+    int status =
+        t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
+    bool held = t.guard == TIDE_GUARD_BACKOFF;
+    int64_t retry = held ? t.span
+                    : t.guard == TIDE_GUARD_BREAKER && p->breaker
+                        ? tide_breaker_retry_after(p->breaker, p->now)
+                        : 0;
+    if (held)
+        p->counters.held++;
+    else
+        p->counters.shed++;
+    char text[512];
+    tide__waiter_answer(p, w, status, NULL, t.guard, retry,
+                        refusal_message(p, t.guard, retry, text, sizeof text));
+    if (held) /* the failed make it is held for */
+        w->make_error = p->last_error;
 }
 
 /* A refusal goes to the oldest waiter with no make coming for it, not to the
@@ -156,17 +188,69 @@ static bool refuse(struct tide_evpool *p, struct tide_taken t)
     struct tide_acquire *w = first_uncovered(p);
     if (!w)
         return false;
-    int status =
-        t.guard == TIDE_GUARD_CLOSED ? TIDE_ECLOSED : TIDE_EUNAVAILABLE;
-    /* an open breaker that knows its cooldown says when to come back */
-    int64_t retry = t.guard == TIDE_GUARD_BREAKER && p->breaker
-                        ? tide_breaker_retry_after(p->breaker, p->now)
-                        : 0;
-    p->counters.shed++;
-    char text[512];
-    tide__waiter_answer(p, w, status, NULL, t.guard, retry,
-                        refusal_message(p, t.guard, retry, text, sizeof text));
+    refuse_waiter(p, w, t);
     return true;
+}
+
+/* The run of failed makes the core counts now (0: the last make did not
+ * fail). */
+static int failures(struct tide_evpool *p)
+{
+    struct tide_pool_guards g;
+    tide_pool_guards(p->core, p->now, &g);
+    return g.backoff_failures;
+}
+
+/* Makes are held after a failed make (t: LATER, guard BACKOFF, the hold
+ * left), or one make probes while they fail (t: WAIT, guard BACKOFF). A
+ * waiter that would need a make is then not given one: it waits for the
+ * hold to end and the probe to answer when its deadline outlasts the
+ * hold, and is told at once why and when to come back when it does not
+ * (rather than time out on a hold it cannot see the end of). And a waiter
+ * that waited through a hold or on a probe is answered when a make fails
+ * meanwhile: that was the make it waited for (the probe, or the one it
+ * was held behind), and the next hold is longer. So every caller is
+ * answered with the cause and the time to retry, or served, and the
+ * server sees one connect a hold, not one a caller. */
+static void hold_waiters(struct tide_evpool *p, struct tide_taken t)
+{
+    struct tide_acquire *first = first_uncovered(p);
+    if (!first)
+        return;
+    int run = failures(p);
+    int64_t until = tide__after(p->now, t.answer == TIDE_LATER ? t.span : 0);
+    /* Within a run of failures the hold ends when it ends: a waiter seen
+     * in this run already (held == run) was judged against this same end,
+     * and so was every one before it. A pass then looks only at those
+     * queued since, at the tail, and the pump runs that a busy queue
+     * brings while makes fail cost no walk of the whole queue. */
+    struct tide_acquire *from = NULL;
+    for (struct tide_acquire *w = p->queued.tail; w && w->held != run;
+         w = w->prev) {
+        from = w;
+        if (w == first)
+            break;
+    }
+    bool waiting = false;
+    for (struct tide_acquire *w = from, *next; w; w = next) {
+        next = w->next;
+        if ((w->held && w->held != run) ||
+            (t.answer == TIDE_LATER && w->deadline < until)) {
+            if (t.answer == TIDE_LATER) {
+                refuse_waiter(p, w, t);
+                continue;
+            }
+            /* a failure, then a probe went out at once (a hold of no
+             * length): the hold it was behind is over, so it waits on this
+             * probe from here */
+        }
+        w->held = run;
+        waiting = true;
+    }
+    /* the hold's end runs the pump: the probe starts; a probe's outcome
+     * runs it anyway (an armed wake stays as it is) */
+    if (t.answer == TIDE_LATER && (waiting || from != first))
+        tide__wake_in(&p->retry, t.span);
 }
 
 /* One pass over the queue: stops when the head must wait, or when user
@@ -204,9 +288,17 @@ static void serve_waiters(struct tide_evpool *p)
             tide__make_start(p, true);
             break;
         case TIDE_WAIT:
+            if (t.guard == TIDE_GUARD_BACKOFF) /* a probe is out */
+                hold_waiters(p, t);
             return;
         case TIDE_LATER:
-            tide__wake_in(&p->retry, t.span);
+            /* makes held after a failed make (core.h, "Makes held while
+             * makes fail"); a bucket spaces makes out, and its callers
+             * wait for their turn */
+            if (t.guard == TIDE_GUARD_BACKOFF)
+                hold_waiters(p, t);
+            else
+                tide__wake_in(&p->retry, t.span);
             return;
         case TIDE_SHED:
             if (!refuse(p, t))

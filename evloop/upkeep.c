@@ -39,31 +39,20 @@ static void destroy_evicted(struct tide_evpool *p)
     } while (n == 64);
 }
 
-/* Wakes the top-up when its hold ends: a minimum made again on time, not
- * at the next eviction round. */
-static void wake_topup(struct tide_evpool *p)
-{
-    tide__wake_in(&p->topup_wake, p->topup_after == TIDE_FOREVER
-                                      ? TIDE_FOREVER
-                                      : p->topup_after - p->now);
-}
-
+/* Tops up to min. While makes are held after a failure, the core answers
+ * LATER and the top-up wakes when the hold ends (a minimum made again on
+ * time, not at the next eviction round); while a probe is out it answers
+ * WAIT, and the probe's outcome runs the pump again. */
 void tide__topup(struct tide_evpool *p)
 {
     if (p->closing || p->min == 0)
         return;
     while (tide_pool_live(p->core) < p->min) {
-        if (p->now < p->topup_after) {
-            wake_topup(p);
-            return;
-        }
         struct tide_taken t =
             tide_pool_grow(p->core, p->now, tide__evpool_roll(p));
         if (t.answer != TIDE_MAKE) {
-            if (t.answer == TIDE_LATER) {
-                p->topup_after = tide__after(p->now, t.span);
-                wake_topup(p);
-            }
+            if (t.answer == TIDE_LATER)
+                tide__wake_in(&p->topup_wake, t.span);
             return;
         }
         tide__make_start(p, false);

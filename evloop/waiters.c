@@ -167,6 +167,7 @@ static TIDE__INLINE int acquire(struct tide_evpool *p, int64_t timeout,
     w->cb = cb;
     w->arg = arg;
     w->start = tide__evpool_now(p);
+    w->held = 0;
     if (answer_at_once(p, w)) {
         if (handle)
             *handle = w;
@@ -176,7 +177,9 @@ static TIDE__INLINE int acquire(struct tide_evpool *p, int64_t timeout,
         waiter_free(w);
         return TIDE_ECLOSED;
     }
-    if (tide__deadline_begin(p, w, timeout ? timeout : p->acquire_timeout)) {
+    int64_t span = timeout ? timeout : p->acquire_timeout;
+    w->deadline = tide__after(w->start, span);
+    if (tide__deadline_begin(p, w, span)) {
         waiter_free(w);
         return TIDE_ENOMEM;
     }

@@ -77,9 +77,10 @@ static void on_reply(struct bufferevent *bev, void *arg)
     if (!x->in_body || x->length < 0) {
         /* a header line past 8 KiB, or no Content-Length (chunked, or
          * ended by close): where the response ends is not known here, so
-         * the connection cannot be reused */
-        fprintf(stderr, "%s: length unknown, discarded\n", x->head);
-        tide_evpool_discard(x->pool, bev);
+         * the connection cannot be reused; given up for the example's own
+         * reason, not the server's fault: abandoned, no outcome */
+        fprintf(stderr, "%s: length unknown, abandoned\n", x->head);
+        tide_evpool_abandon(x->pool, bev);
         x->status = -1;
         return;
     }

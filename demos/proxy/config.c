@@ -410,6 +410,14 @@ int px_config_check(const struct px_config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* What --no-backoff puts in the ward: makes held for 1 ns after a failed
+ * one. A ward without a backoff would not do: the pool then holds makes
+ * with its preset (100 ms doubling to 1 s), and the option would not mean
+ * what it says. While connects fail they still go one at a time (the
+ * pool's probe), each at once. */
+static const struct tide_backoff no_wait = {
+    .base = 1, .cap = 1, .jitter = TIDE_JITTER_RIGID};
+
 void px_config_pool_options(const struct px_config *c,
                             struct tide_evpool_options *out)
 {
@@ -419,7 +427,7 @@ void px_config_pool_options(const struct px_config *c,
         .limits = TIDE_LIMITS(.size = c->pool_size, .idle = c->pool_size,
                               .keep = c->keep),
         .ward = {.breaker = c->breaker ? &c->breaker_opts : NULL,
-                 .backoff = c->backoff ? &c->backoff_opts : NULL},
+                 .backoff = c->backoff ? &c->backoff_opts : &no_wait},
         .queue_max = 65536,
     };
 }

@@ -19,7 +19,8 @@ struct row {
     int64_t lent, idle, waiting;
     int64_t p99; /* ns: recent_p99, acquire waits over the last minute */
     /* in the second: the stats' counters moved by so much */
-    int64_t made, make_failures, timeouts, queue_full, shed;
+    int64_t made, make_failures, timeouts, queue_full;
+    int64_t shed;   /* refused at once: shed, or held (makes held) */
     int64_t served; /* requests echoed back (the simulator's own count) */
     /* makes started while the breaker was RECOVERING: its probes */
     int64_t probes;

@@ -228,7 +228,9 @@ static void close_row(struct sim *s, const struct tide_evpool_stats *st)
     r->make_failures = (int64_t)(st->make_failures - s->last.make_failures);
     r->timeouts = (int64_t)(st->timeouts - s->last.timeouts);
     r->queue_full = (int64_t)(st->queue_full - s->last.queue_full);
-    r->shed = (int64_t)(st->shed - s->last.shed);
+    /* refused at once: shed by the breaker or the shedder, or told that
+     * makes are held after a failed make (stats.held) */
+    r->shed = (int64_t)(st->shed + st->held - s->last.shed - s->last.held);
     s->last = *st;
 }
 

@@ -32,6 +32,7 @@ struct conn {
 
 struct waiter {
     int64_t since; /* ns: when the acquire was asked */
+    int held;      /* the run of failed makes it waits through (as evloop) */
     uint32_t gen;
     bool live;
     uint32_t prev, next; /* the FIFO, or the free list (next) */
@@ -58,9 +59,6 @@ struct web_engine {
     bool retry_pending;
     int64_t retry_at;
     int64_t topup_until;
-    int topup_failures;
-    int64_t topup_previous;
-    struct tide_backoff topup_backoff;
 
     bool in_outage;
     double owed; /* arrivals: the fraction carried to the next tick */
@@ -324,6 +322,45 @@ static void note_later(struct web_engine *e, struct tide_taken t)
     }
 }
 
+/* The run of failed makes the core counts now. */
+static int failures(struct web_engine *e)
+{
+    struct tide_pool_guards g;
+    tide_pool_guards(e->pool, e->now, &g);
+    return g.backoff_failures;
+}
+
+/* Makes held after a failed make (LATER), or a probe out (WAIT), as the
+ * evloop adapter answers them (evloop/serve.c, hold_waiters): a waiter
+ * whose deadline outlasts the hold waits, one whose does not is refused
+ * at once, and one that waited through a hold or on a probe is refused
+ * when a make fails meanwhile. The first `making` waiters have makes
+ * coming. */
+static void hold_waiters(struct web_engine *e, struct tide_taken t)
+{
+    int run = failures(e);
+    bool later = t.answer == TIDE_LATER;
+    int64_t until = e->now + (later ? t.span : 0);
+    int64_t timeout = ms(e->params[WEB_P_ACQUIRE_TIMEOUT_MS]);
+    uint32_t w = e->head;
+    for (int64_t k = 0; w != NIL && k < e->making; k++)
+        w = e->waiters[w].next;
+    while (w != NIL) {
+        struct waiter *x = &e->waiters[w];
+        uint32_t next = x->next;
+        if (later &&
+            ((x->held && x->held != run) || x->since + timeout < until)) {
+            waiter_remove(e, w);
+            e->row.held++;
+        } else {
+            x->held = run;
+        }
+        w = next;
+    }
+    if (later)
+        note_later(e, t);
+}
+
 /* Hands out what the pool allows to the waiters in order: a waiter is never
  * passed over by a later caller, as in the evloop adapter. */
 static void serve(struct web_engine *e)
@@ -342,9 +379,14 @@ static void serve(struct web_engine *e)
             start_make(e);
             continue;
         case TIDE_WAIT:
+            if (t.guard == TIDE_GUARD_BACKOFF)
+                hold_waiters(e, t);
             return;
         case TIDE_LATER:
-            note_later(e, t);
+            if (t.guard == TIDE_GUARD_BACKOFF)
+                hold_waiters(e, t);
+            else
+                note_later(e, t);
             return;
         case TIDE_SHED:
             if (t.guard == TIDE_GUARD_BREAKER) {
@@ -374,6 +416,7 @@ static void acquire(struct web_engine *e)
     struct waiter *x = &e->waiters[w];
     e->free_waiter = x->next;
     x->since = e->now;
+    x->held = 0;
     x->live = true;
     x->prev = e->tail;
     x->next = NIL;
@@ -529,16 +572,14 @@ static void on_made(struct web_engine *e, uint32_t i, bool ok)
         (void)tide_pool_unmade(e->pool, e->now, roll(e));
         e->row.make_failures++;
         conn_free(e, i);
-        e->topup_previous = tide_backoff_delay(
-            &e->topup_backoff, e->topup_failures, roll(e), e->topup_previous);
-        e->topup_failures++;
-        e->topup_until = e->now + e->topup_previous;
+        /* the waiter it was for is answered with the failure, as in
+         * evloop (counted in make_failures) */
+        if (e->head != NIL && e->waiting > e->making)
+            waiter_pop(e);
         return;
     }
     (void)tide_pool_made_untried(e->pool, item_of(e, i), e->now);
     e->row.made++;
-    e->topup_failures = 0;
-    e->topup_previous = 0;
     c->untried = true;
     c->life++;
     c->state = CONN_LENT;
@@ -647,6 +688,7 @@ static int open_pool(struct web_engine *e)
     };
     struct tide_bucket_options bucket = {.rate = p[WEB_P_BUCKET_RATE],
                                          .burst = p[WEB_P_BUCKET_BURST]};
+    struct tide_backoff preset = {0};
     struct tide_backoff backoff = {.base = ms(p[WEB_P_BACKOFF_BASE_MS]),
                                    .cap = ms(p[WEB_P_BACKOFF_CAP_MS])};
     struct tide_shedder_options shedder = {
@@ -656,7 +698,8 @@ static int open_pool(struct web_engine *e)
     struct tide_ward ward = {
         .breaker = p[WEB_P_BREAKER] > 0 ? &breaker : NULL,
         .bucket = p[WEB_P_BUCKET_RATE] > 0 ? &bucket : NULL,
-        .backoff = p[WEB_P_BACKOFF] > 0 ? &backoff : NULL,
+        /* without the switch the preset holds makes, as in evloop */
+        .backoff = p[WEB_P_BACKOFF] > 0 ? &backoff : &preset,
         .shedder = p[WEB_P_SHEDDER] > 0 ? &shedder : NULL,
     };
     return tide_pool_new(&limits, &ward, 0, &e->pool);
@@ -755,7 +798,6 @@ int web_engine_new(const double *params, struct web_engine **out)
     e->free_waiter = 0;
     e->head = e->tail = NIL;
     e->rng = (uint64_t)params[WEB_P_SEED];
-    e->topup_backoff = tide_backoff_resolve((struct tide_backoff){0});
     web_events_init(&e->events);
     web_waits_init(&e->waits);
     e->row = (struct web_row){.trail = {web_engine_breaker(e)}, .n_trail = 1};

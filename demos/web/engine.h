@@ -86,6 +86,7 @@ struct web_row {
     int64_t made, make_failures, timeouts, queue_full, shed, served;
     int64_t shed_breaker, shed_shedder, shed_other;
     int64_t later_bucket, later_backoff;
+    int64_t held; /* callers refused: makes held after a failed make */
     enum tide_breaker_state trail[WEB_TRAIL];
     int n_trail;
 };
@@ -142,7 +143,7 @@ int web_engine_refusal_pm(struct web_engine *e);
 size_t web_row_text(const struct web_row *r, char *buf);
 /* A row's fields as numbers, in a fixed order (fields.c names them), for
  * whoever shows more than the text: the page's boards. */
-#define WEB_ROW_FIELDS 25
+#define WEB_ROW_FIELDS 26
 /* Field i's name ("made", "bucket_span_ns"), or NULL past the last. */
 const char *web_row_field_name(int i);
 /* Row r's fields into out[WEB_ROW_FIELDS]. */

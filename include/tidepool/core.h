@@ -450,7 +450,9 @@ struct tide_pool;
 struct tide_ward {
     const struct tide_breaker_options *breaker;
     const struct tide_bucket_options *bucket; /* spaces makes out */
-    const struct tide_backoff *backoff;       /* holds makes after a failure */
+    const struct tide_backoff *backoff;       /* holds makes after a failure:
+                                                 see "Makes held while makes
+                                                 fail" below */
     const struct tide_shedder_options *shedder;
 };
 
@@ -459,12 +461,15 @@ enum tide_answer {
     TIDE_STALE,     /* item: idle past keep or life, already out of the pool
                        and the count; close it and take again */
     TIDE_MAKE,      /* room reserved: open one, then made() or unmade() */
-    TIDE_WAIT,      /* every live slot is in use: queue the caller */
+    TIDE_WAIT,      /* every live slot is in use: queue the caller; or
+                       (guard TIDE_GUARD_BACKOFF) makes are failing and the
+                       one make let through to probe is being made:
+                       queue the caller until it is made or fails */
     TIDE_LATER,     /* making is held back for `span` ns */
     TIDE_SHED,      /* refuse now; `guard` says who */
 };
 
-/* Which guard answered a LATER or a SHED. */
+/* Which guard answered a LATER or a SHED (or a WAIT on a probe). */
 enum tide_guard {
     TIDE_GUARD_NONE = 0,
     TIDE_GUARD_BREAKER,
@@ -481,7 +486,7 @@ enum tide_guard {
  * registers, where a larger struct would go through memory. */
 struct tide_taken {
     enum tide_answer answer;
-    enum tide_guard guard; /* LATER, SHED */
+    enum tide_guard guard; /* LATER, SHED; WAIT on a probe */
     union {
         void *item;   /* READY, STALE */
         int64_t span; /* LATER: ns until it may make again */
@@ -543,6 +548,23 @@ TIDE_API int tide_pool_unmade(struct tide_pool *p, int64_t now, double roll);
  * resource that leaves before its first use could prove or fail it
  * (abandoned, evicted, closed) has no outcome either; if its make was the
  * breaker's probe, give the probe's place back with tide_breaker_forgo. */
+
+/* Makes held while makes fail (with a backoff in the ward). After a failed
+ * make (unmade, or tried not ok) no MAKE is answered, to a take or a grow
+ * alike, until the backoff's delay has passed: LATER, guard
+ * TIDE_GUARD_BACKOFF, span the time left. A runtime answers a caller who
+ * would need a make then with the failure and that span as the time to
+ * retry, rather than queue a connect that would likely fail too. Once the
+ * delay has passed, and for as long as the last make failed, one make at
+ * a time is let through (a probe): a take or grow that would make another
+ * while it is being made answers WAIT, guard TIDE_GUARD_BACKOFF, until it
+ * is made (made, made_untried) or fails (unmade); while a breaker is
+ * RECOVERING it decides who probes instead, and sheds the rest. Only the
+ * make is waited for, not its first use: nobody waits on another's loan.
+ * A failure (unmade, or tried not ok) holds makes again, for a longer
+ * delay; the first success lifts the hold at once, so a healthy backend,
+ * or one recovered, pays nothing: a make that follows a success is never
+ * held. Makes answered before the failure keep running. */
 
 /* As tide_pool_made, but the make's outcome is left open: a connection has
  * not shown it works until it has served. Settle it with tide_pool_tried
@@ -758,6 +780,8 @@ struct tide_pool_guards {
     double bucket_tokens;   /* tokens there now; -1 without a bucket */
     int64_t backoff_hold;   /* ns until makes may resume; 0: no hold */
     int backoff_failures;   /* failed makes in a row (with a backoff) */
+    bool backoff_probing;   /* makes fail and a probe is being made: a
+                               make waits until it is made or fails */
     double shedder_ceiling; /* resources in flight allowed now; -1
                                without a shedder */
 };

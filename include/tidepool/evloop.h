@@ -29,14 +29,29 @@
  * probe's place back, so the next make probes. A resource that dies while
  * idle after that (a server closing idle connections) is no outcome, and
  * so is a loan that ends stale (tide_evpool_stale: it served before and
- * failed by a close before any byte of its exchange was answered). The
- * top-up to `min` backs off after failed makes (the ward's backoff, or the
- * preset: 100 ms doubling to 1 s, jittered) even with no backoff in the
- * ward, so a server that accepts and closes at once, or speaks first, is
- * not stormed with connects. Whatever opens the breaker
- * (tide_breaker_deactivate by hand, the policy, a strategy), the callers
- * parked on it are failed at once with TIDE_EUNAVAILABLE and the retry
- * time; closing it serves them again.
+ * failed by a close before any byte of its exchange was answered). A
+ * fresh resource is checked with alive() before its first loan, and one
+ * dead already is a failed make.
+ *
+ * Makes are held while makes fail (core.h, "Makes held while makes
+ * fail"), with or without a backoff in the ward: the ward's, else the
+ * preset (100 ms doubling to 1 s, jittered), so a server that accepts and
+ * closes at once, or speaks first, is not stormed with connects by the
+ * top-up to `min` or by callers asking again. While makes are held, a
+ * caller who would need one waits for the hold to end when its acquire
+ * timeout outlasts it, else it is answered at once: TIDE_EUNAVAILABLE,
+ * guard TIDE_GUARD_BACKOFF, make_error the failed make's code, the
+ * message its cause, retry_after the hold's rest (stats.held counts
+ * them). Once the hold ends one make goes at a time (a probe) and callers
+ * who would need another wait while it is being made (not for its first
+ * loan); when a make they waited for fails, the caller it was made for
+ * gets its error and the rest are answered as held, each with the time to
+ * retry. The first success lifts it all at once: a make that follows a
+ * success is never held. For no wait, give the ward a
+ * backoff of 1 ns (makes still go one at a time while they fail). Whatever
+ * opens the breaker (tide_breaker_deactivate by hand, the policy, a
+ * strategy), the callers parked on it are failed at once with
+ * TIDE_EUNAVAILABLE and the retry time; closing it serves them again.
  *
  * Time: the pool reads CLOCK_MONOTONIC on entry to each of its own
  * callbacks and in each public call, except try_acquire and release: they
@@ -443,7 +458,8 @@ struct tide_evpool_stats {
     uint64_t destroyed;
     uint64_t make_failures;
     uint64_t timeouts; /* acquires that timed out */
-    uint64_t shed;     /* acquires refused at once */
+    uint64_t shed;     /* acquires refused at once (the breaker, the
+                          shedder, memory; held ones: see held) */
     uint64_t stale;    /* destroyed as past keep/life when lent */
     uint64_t evicted;  /* destroyed by the eviction timer */
     uint64_t health_failures;
@@ -457,6 +473,9 @@ struct tide_evpool_stats {
     uint64_t reset_failures; /* resets answered not ok: destroyed */
     uint64_t retired;        /* lent ones given back by tide_evpool_retire */
     uint64_t abandoned;      /* loans given back by tide_evpool_abandon */
+    uint64_t held;           /* acquires refused at once because makes are
+                                held after a failed make (guard
+                                TIDE_GUARD_BACKOFF); not counted in shed */
     uint64_t stale_loans;    /* loans tide_evpool_stale took for stale: no
                                 outcome (its first loans that count as
                                 failed makes are in make_failures) */

@@ -184,13 +184,22 @@ static int any_id(struct drive *d, uint32_t arg)
 
 /* ---- taking ---- */
 
-static bool ward_refusal(const struct drive *d, struct tide_taken t)
+static bool ward_refusal(struct drive *d, struct tide_taken t)
 {
     if (!d->guarded)
         return false;
     if (t.answer == TIDE_LATER)
         return t.span > 0 &&
                (t.guard == TIDE_GUARD_BUCKET || t.guard == TIDE_GUARD_BACKOFF);
+    if (t.answer == TIDE_WAIT && t.guard == TIDE_GUARD_BACKOFF) {
+        /* makes fail and a probe is out: the pool says so, no hold runs
+         * (that would be a LATER), and nothing was reserved */
+        struct tide_pool_guards g;
+        tide_pool_guards(d->pool, d->now, &g);
+        DRIVE_CHECK(g.backoff_probing && g.backoff_failures > 0 &&
+                    g.backoff_hold == 0);
+        return true;
+    }
     return t.answer == TIDE_SHED &&
            (t.guard == TIDE_GUARD_BREAKER || t.guard == TIDE_GUARD_SHEDDER);
 }

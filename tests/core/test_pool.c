@@ -962,6 +962,113 @@ START_TEST(report_feeds_the_breaker_not_the_backoff)
 }
 END_TEST
 
+/* Makes held while makes fail: after a failed make, takes and grows
+ * alike answer LATER until the delay has passed; then one make (a probe)
+ * goes at a time, the rest WAIT on it, until one succeeds; a failure of
+ * the probe holds again, longer; a success lifts both at once. */
+START_TEST(failed_make_holds_makes_then_lets_one_probe_through)
+{
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_ward w = {.backoff = &bk};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 8), &w);
+    int res[4];
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    struct tide_taken t = tide_pool_take(p, TIDE_MS(30), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_LATER);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BACKOFF);
+    ck_assert_int_eq(t.span, TIDE_MS(70));
+    t = tide_pool_grow(p, TIDE_MS(30), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_LATER);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BACKOFF);
+    /* the hold is over: one probe, and the next waits on it */
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(100), 0.5).answer, TIDE_MAKE);
+    t = tide_pool_take(p, TIDE_MS(100), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_WAIT);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BACKOFF);
+    t = tide_pool_grow(p, TIDE_MS(100), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_WAIT);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BACKOFF);
+    ck_assert_int_eq(tide_pool_busy(p), 1); /* nothing else reserved */
+    struct tide_pool_guards g;
+    tide_pool_guards(p, TIDE_MS(100), &g);
+    ck_assert(g.backoff_probing);
+    /* made, though not proven yet: the next make may go (nobody waits on
+     * another's loan), and is the next probe */
+    ck_assert_int_eq(tide_pool_made_untried(p, &res[0], TIDE_MS(101)), 0);
+    tide_pool_guards(p, TIDE_MS(101), &g);
+    ck_assert(!g.backoff_probing);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(101), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(101), 0.5).answer, TIDE_WAIT);
+    /* the first dies before it served: held again, for the next delay
+     * (the make under way runs on) */
+    tide_pool_tried(p, TIDE_MS(102), 0.5, false);
+    ck_assert_int_eq(tide_pool_drop(p, &res[0], TIDE_MS(102)), 0);
+    t = tide_pool_take(p, TIDE_MS(102), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_LATER);
+    ck_assert_int_eq(t.span, TIDE_MS(200));
+    tide_pool_guards(p, TIDE_MS(102), &g);
+    ck_assert(!g.backoff_probing);
+    ck_assert_int_eq(g.backoff_failures, 2);
+    /* the next probe succeeds: makes go on at once, side by side */
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(302), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(302), 0.5).answer, TIDE_WAIT);
+    ck_assert_int_eq(tide_pool_made(p, &res[1], TIDE_MS(303)), 0);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(303), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(303), 0.5).answer, TIDE_MAKE);
+    tide_pool_guards(p, TIDE_MS(303), &g);
+    ck_assert(!g.backoff_probing);
+    ck_assert_int_eq(g.backoff_failures, 0);
+    ck_assert_int_eq(g.backoff_hold, 0);
+    tide_pool_free(p);
+}
+END_TEST
+
+/* Makes that succeed are never held or serialised, with a backoff or
+ * without; and without one a failure holds nothing (a bare pool). */
+START_TEST(makes_that_succeed_are_never_held)
+{
+    struct tide_backoff bk = {0};
+    struct tide_ward w = {.backoff = &bk};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 8), &w);
+    int res[8];
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(tide_pool_made(p, &res[k], 0), 0);
+    tide_pool_free(p);
+    p = new_pool(TIDE_LIMITS(.size = 8), NULL);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    tide_pool_free(p);
+}
+END_TEST
+
+/* While a breaker recovers it decides who probes, and sheds the rest at
+ * once, rather than have them wait on the backoff's probe. */
+START_TEST(recovering_breaker_sheds_beside_the_probe)
+{
+    struct tide_breaker_options bo = {
+        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(10)};
+    struct tide_backoff bk = {.jitter = TIDE_JITTER_RIGID};
+    struct tide_ward w = {.breaker = &bo, .backoff = &bk};
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 8), &w);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_unmade(p, 0, 0.5), 0);
+    ck_assert_int_eq(tide_breaker_state(tide_pool_breaker(p)),
+                     TIDE_BREAKER_INACTIVE);
+    ck_assert_int_eq(tide_pool_take(p, TIDE_MS(200), 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_breaker_state(tide_pool_breaker(p)),
+                     TIDE_BREAKER_RECOVERING);
+    struct tide_taken t = tide_pool_take(p, TIDE_MS(200), 0.5);
+    ck_assert_int_eq(t.answer, TIDE_SHED);
+    ck_assert_int_eq(t.guard, TIDE_GUARD_BREAKER);
+    tide_pool_free(p);
+}
+END_TEST
+
 /* The guards read back what they hold: tokens spent, a hold after a
  * failure, a ceiling cut by lag; absent ones read -1 or 0. */
 START_TEST(guards_read_back_what_they_hold)
@@ -1101,6 +1208,9 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, shedder_sheds_on_loop_lag);
     tcase_add_test(tc, every_refusal_names_its_guard);
     tcase_add_test(tc, made_untried_waits_for_tried);
+    tcase_add_test(tc, failed_make_holds_makes_then_lets_one_probe_through);
+    tcase_add_test(tc, makes_that_succeed_are_never_held);
+    tcase_add_test(tc, recovering_breaker_sheds_beside_the_probe);
     tcase_add_test(tc, tried_ok_is_the_makes_success);
     tcase_add_test(tc, report_feeds_the_breaker_not_the_backoff);
     tcase_add_test(tc, null_is_answered_calmly);

@@ -84,6 +84,7 @@ static void same_state(struct pair *pr)
     same_double(pr, "bucket_tokens", g.bucket_tokens, o.bucket_tokens);
     SAME("backoff_hold", g.backoff_hold, o.backoff_hold);
     SAME("backoff_failures", g.backoff_failures, o.backoff_failures);
+    SAME("backoff_probing", g.backoff_probing, o.backoff_probing);
     same_double(pr, "shedder_ceiling", g.shedder_ceiling, o.shedder_ceiling);
     struct tide_breaker *b = tide_pool_breaker(pr->live);
     SAME("breaker", b ? (int)tide_breaker_state(b) : -1,

@@ -256,6 +256,9 @@ void fixture_setup(void)
     };
 }
 
+const struct tide_backoff fixture_no_hold = {
+    .base = 1, .cap = 1, .jitter = TIDE_JITTER_RIGID};
+
 void fixture_pool(const struct tide_evpool_options *o)
 {
     struct tide_evpool_options opts = o ? *o : (struct tide_evpool_options){0};

@@ -101,6 +101,12 @@ struct fixture {
 
 extern struct fixture *fx;
 
+/* A ward backoff that holds makes 1 ns after a failure: for a test about
+ * something else, where a failed make is followed at once by one that
+ * must start (the pool holds makes for its preset backoff otherwise). */
+extern const struct tide_backoff fixture_no_hold;
+#define NO_HOLD (&fixture_no_hold)
+
 /* Creates fx with a fresh base and a pool built from o (NULL: presets). */
 void fixture_pool(const struct tide_evpool_options *o);
 /* Checked fixture: setup makes the base; teardown closes the pool, runs the

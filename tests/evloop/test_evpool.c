@@ -479,7 +479,9 @@ END_TEST
  * dirty releases, and the recent waits beside the lifetime ones. */
 START_TEST(stats_count_acquires_refusals_cancels_and_dirty_releases)
 {
+    /* a's dirty release is its make's failure: no hold for c's make */
     struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .ward = {.backoff = NO_HOLD},
                                     .queue_max = 1};
     fixture_pool(&o);
     struct answer *a = acquired();

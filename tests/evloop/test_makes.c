@@ -1,5 +1,7 @@
 /* tests for evloop/makes.c: the factory's answers, failures handed to
  * waiters, make timeouts and late answers. */
+#include <string.h>
+
 #include "fixture.h"
 
 static void pool_of(int64_t size)
@@ -8,56 +10,70 @@ static void pool_of(int64_t size)
     fixture_pool(&o);
 }
 
-START_TEST(failing_factory_gives_each_waiter_one_error)
+/* The waiter a failed make was for gets its error, with the time makes
+ * are held for. The others would each need a make: they wait out the
+ * hold (their deadlines outlast it), then one make goes (a probe) for the
+ * next; it fails too, and every waiter left is told at once why and when
+ * to come back, rather than each start a make that would fail too. */
+static void failed_make_answers_every_waiter(enum script_mode mode)
 {
     pool_of(1);
-    fx->mode = MAKE_FAIL_LATER;
+    fx->mode = mode;
     struct answer *a[3];
     for (int i = 0; i < 3; i++)
         a[i] = acquire(TIDE_SEC(2), NULL);
+    ck_assert_int_eq(a[0]->calls, 0);
     int64_t start = now_ns();
     ck_assert(run_until(answered_all, 1500));
-    /* one make each, one after the other: well before the deadline */
-    ck_assert_int_lt(now_ns() - start, TIDE_SEC(1));
+    int64_t took = now_ns() - start;
+    ck_assert_int_gt(took, TIDE_MS(75)); /* the first hold, waited out */
+    ck_assert_int_lt(took, TIDE_MS(500));
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(a[i]->calls, 1);
-        ck_assert_int_eq(a[i]->status, fx->fail_code);
-        ck_assert_int_eq(a[i]->make_error, fx->fail_code);
-        ck_assert_str_eq(a[i]->message, "scripted failure");
         ck_assert_int_eq(a[i]->order, i);
+        ck_assert_int_eq(a[i]->make_error, fx->fail_code);
+        ck_assert_ptr_nonnull(strstr(a[i]->message, "scripted failure"));
     }
-    ck_assert_int_eq(fx->makes, 3);
+    /* a's make, and the probe b got after the hold */
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(a[i]->status, fx->fail_code);
+    ck_assert_int_gt(a[0]->retry_after, TIDE_MS(50));
+    ck_assert_int_le(a[0]->retry_after, TIDE_MS(120));
+    ck_assert_int_gt(a[1]->retry_after, TIDE_MS(150));
+    ck_assert_int_le(a[1]->retry_after, TIDE_MS(240));
+    ck_assert_int_eq(a[2]->status, TIDE_EUNAVAILABLE);
+    ck_assert_int_eq(a[2]->guard, TIDE_GUARD_BACKOFF);
+    ck_assert_int_gt(a[2]->retry_after, TIDE_MS(150));
+    ck_assert_int_le(a[2]->retry_after, TIDE_MS(240));
+    ck_assert_int_eq(fx->makes, 2);
     struct tide_evpool_stats s = stats();
-    ck_assert_int_eq(s.make_failures, 3);
+    ck_assert_int_eq(s.make_failures, 2);
+    ck_assert_int_eq(s.held, 1);
+    ck_assert_int_eq(s.shed, 0);
     ck_assert_int_eq(s.live, 0);
     char buf[64];
     ck_assert_int_eq(tide_evpool_last_error(fx->pool, buf, sizeof buf),
                      fx->fail_code);
     ck_assert_str_eq(buf, "scripted failure");
 }
-END_TEST
 
-START_TEST(factory_failing_at_once_gives_each_waiter_one_error)
+START_TEST(failing_factory_answers_every_waiter_with_the_cause)
 {
-    pool_of(1);
-    fx->mode = MAKE_FAIL;
-    struct answer *a[3];
-    for (int i = 0; i < 3; i++)
-        a[i] = acquire(TIDE_SEC(2), NULL);
-    ck_assert_int_eq(a[0]->calls, 0);
-    ck_assert(run_until(answered_all, 1000));
-    for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(a[i]->calls, 1);
-        ck_assert_int_eq(a[i]->status, fx->fail_code);
-    }
-    ck_assert_int_eq(fx->makes, 3);
+    failed_make_answers_every_waiter(MAKE_FAIL_LATER);
 }
 END_TEST
 
-START_TEST(failing_factory_under_backoff_times_waiters_out_with_the_cause)
+START_TEST(factory_failing_at_once_answers_every_waiter_with_the_cause)
 {
-    /* after the first failure the backoff holds makes for ~500 ms, far past
-     * the waiters' 150 ms: they time out, and say why */
+    failed_make_answers_every_waiter(MAKE_FAIL);
+}
+END_TEST
+
+START_TEST(ward_backoff_holds_waiters_with_its_own_delay)
+{
+    /* after the first failure the ward's backoff holds makes for 500 ms,
+     * past the waiters' 150 ms: they are told so at once, rather than
+     * time out on it */
     struct tide_backoff backoff = {.base = TIDE_MS(500),
                                    .jitter = TIDE_JITTER_RIGID};
     struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
@@ -69,16 +85,54 @@ START_TEST(failing_factory_under_backoff_times_waiters_out_with_the_cause)
         a[i] = acquire(TIDE_MS(150), NULL);
     int64_t start = now_ns();
     ck_assert(run_until(answered_all, 1000));
-    ck_assert_int_lt(now_ns() - start, TIDE_MS(450));
+    ck_assert_int_lt(now_ns() - start, TIDE_MS(140));
     ck_assert_int_eq(a[0]->status, fx->fail_code);
     for (int i = 1; i < 3; i++) {
         ck_assert_int_eq(a[i]->calls, 1);
-        ck_assert_int_eq(a[i]->status, TIDE_ETIMEDOUT);
+        ck_assert_int_eq(a[i]->status, TIDE_EUNAVAILABLE);
+        ck_assert_int_eq(a[i]->guard, TIDE_GUARD_BACKOFF);
         ck_assert_int_eq(a[i]->make_error, fx->fail_code);
-        ck_assert_str_eq(a[i]->message, "scripted failure");
+        ck_assert_int_gt(a[i]->retry_after, TIDE_MS(450));
+        ck_assert_int_le(a[i]->retry_after, TIDE_MS(500));
     }
     ck_assert_int_eq(fx->makes, 1);
-    ck_assert_int_eq(stats().timeouts, 2);
+    ck_assert_int_eq(stats().timeouts, 0);
+    ck_assert_int_eq(stats().held, 2);
+}
+END_TEST
+
+/* Once the hold is over one make (a probe) goes at a time while the last
+ * failed: a waiter that would need another waits while it is being made,
+ * and no longer: once it is made the next make starts at once, before the
+ * probe's first loan has shown anything (nobody waits on another's loan). */
+START_TEST(one_probe_at_a_time_after_the_hold)
+{
+    pool_of(4);
+    fx->plan[0] = MAKE_FAIL;
+    fx->plan[1] = MAKE_NEVER;
+    fx->n_plan = 2;
+    fx->mode = MAKE_NOW;
+    struct answer *a = acquire(TIDE_SEC(2), NULL);
+    ck_assert(run_until_answered(a, 1000));
+    ck_assert_int_eq(a->status, fx->fail_code);
+    run_ms(150); /* the preset's first hold: 120 ms at most */
+    struct answer *b = acquire(TIDE_SEC(2), NULL);
+    struct answer *c = acquire(TIDE_SEC(2), NULL);
+    run_ms(50);
+    ck_assert_int_eq(fx->makes, 2); /* b's probe; c waits on it */
+    ck_assert_int_eq(c->calls, 0);
+    struct tide_evpool_stats s = stats();
+    ck_assert_int_eq(s.making, 1);
+    ck_assert_int_eq(s.waiting, 2);
+    /* the probe is made: b has it, and c's make goes at once */
+    (void)answer_held(true);
+    ck_assert(run_until_answered(b, 1000));
+    ck_assert_int_eq(b->status, 0);
+    ck_assert(run_until_answered(c, 1000));
+    ck_assert_int_eq(c->status, 0);
+    ck_assert_int_eq(fx->makes, 3);
+    ck_assert_ptr_ne(c->resource, b->resource);
+    ck_assert_uint_eq(stats().held, 0);
 }
 END_TEST
 
@@ -102,7 +156,8 @@ START_TEST(make_timeout_destroys_a_late_success)
     ck_assert_int_eq(s.live, 0);
     ck_assert_uint_eq(s.made, s.destroyed);
     ck_assert_uint_eq(s.make_failures, 1);
-    /* and the pool still works */
+    /* and once makes are no longer held, the pool works again */
+    run_ms(150);
     fx->mode = MAKE_NOW;
     struct answer *b = acquired();
     ck_assert_ptr_ne(b->resource, late);
@@ -115,6 +170,7 @@ END_TEST
 START_TEST(make_timeout_passes_the_place_on)
 {
     struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
+                                    .ward = {.backoff = NO_HOLD},
                                     .make_timeout = TIDE_MS(30)};
     fixture_pool(&o);
     fx->plan[0] = MAKE_NEVER; /* a's make hangs, b's answers */
@@ -181,6 +237,7 @@ START_TEST(make_error_is_the_last_makes_code)
     struct answer *a = acquire(0, NULL);
     ck_assert(run_until_answered(a, 1000));
     ck_assert_int_eq(a->status, fx->fail_code);
+    run_ms(150);                   /* makes held: the preset's first delay */
     struct answer *b = acquired(); /* the next make succeeds */
     struct answer *c = acquire(TIDE_MS(20), NULL);
     ck_assert(run_until_answered(c, 1000));
@@ -252,10 +309,11 @@ static Suite *makes_suite(void)
     Suite *s = suite_create("makes");
     TCase *tc = tcase_create("failures");
     fixture_add(tc);
-    tcase_add_test(tc, failing_factory_gives_each_waiter_one_error);
-    tcase_add_test(tc, factory_failing_at_once_gives_each_waiter_one_error);
-    tcase_add_test(
-        tc, failing_factory_under_backoff_times_waiters_out_with_the_cause);
+    tcase_add_test(tc, failing_factory_answers_every_waiter_with_the_cause);
+    tcase_add_test(tc,
+                   factory_failing_at_once_answers_every_waiter_with_the_cause);
+    tcase_add_test(tc, ward_backoff_holds_waiters_with_its_own_delay);
+    tcase_add_test(tc, one_probe_at_a_time_after_the_hold);
     tcase_add_test(tc, make_error_is_the_last_makes_code);
     tcase_add_test(tc, unmade_without_a_code_of_its_own_is_emake);
     tcase_add_test(tc, made_with_null_is_a_failure);

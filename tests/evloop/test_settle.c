@@ -299,7 +299,8 @@ static void probing_pool(enum end e, bool minimum)
         ck_assert_int_eq(a->status, fx->fail_code);
     }
     ck_assert_int_eq(state(), TIDE_BREAKER_INACTIVE);
-    run_ms(60); /* the cooldown */
+    run_ms(150); /* the cooldown, and the hold after the failed make (the
+                     preset backoff: 100 ms, 20% spread) */
 }
 
 START_TEST(each_end_settles_a_probe_once)

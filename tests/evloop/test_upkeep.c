@@ -157,7 +157,9 @@ START_TEST(huge_spans_do_not_overflow)
     fx->n_plan = 1;
     fixture_pool(&o);
     run_ms(5);
-    ck_assert_int_eq(fx->makes, 1); /* the top-up waits its (long) round */
+    ck_assert_int_eq(fx->makes, 1); /* the top-up waits out the hold */
+    run_ms(150);                    /* the preset's first: 120 ms at most */
+    ck_assert_int_eq(fx->makes, 2);
     struct answer *a = acquire(huge, NULL);
     ck_assert(run_until_answered(a, 1000));
     ck_assert_int_eq(a->status, 0);
@@ -214,14 +216,17 @@ END_TEST
 
 START_TEST(waiting_for_nothing_leaves_no_timer_behind)
 {
-    /* a waiter under backoff arms a retry; once it has left, that timer
-     * must not hold the loop for the rest of the backoff */
-    struct tide_backoff backoff = {.base = TIDE_SEC(1),
-                                   .jitter = TIDE_JITTER_RIGID};
-    struct tide_evpool_options o = {.ward = {.backoff = &backoff}};
+    /* a waiter the bucket spaces out arms a retry; once it has left, that
+     * timer must not hold the loop for the rest of the second (makes held
+     * after a failure refuse the waiter instead: no hold here) */
+    struct tide_bucket_options bucket = {.rate = 1, .burst = 1};
+    struct tide_evpool_options o = {
+        .ward = {.bucket = &bucket, .backoff = NO_HOLD}};
     fixture_pool(&o);
     fx->mode = MAKE_FAIL;
     struct answer *a = acquire(0, NULL);
+    ck_assert(run_until_answered(a, 1000));
+    /* a's make took the one token: b's waits for the next */
     struct answer *b = acquire(TIDE_MS(30), NULL);
     int64_t start = now_ns();
     ck_assert_int_eq(event_base_dispatch(fx->base), 1);

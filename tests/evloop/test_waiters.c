@@ -171,7 +171,9 @@ START_TEST(cancel_with_notify_of_a_refusal_says_nothing_of_it)
 {
     struct tide_breaker_options br = {.policy = TIDE_BREAKER_STRIKES,
                                       .cooldown = TIDE_SEC(5)};
-    struct tide_evpool_options o = {.ward = {.breaker = &br}};
+    /* each discard is its make's failure: no hold between them */
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &br, .backoff = NO_HOLD}};
     fixture_pool(&o);
     for (int i = 0; i < 5; i++) /* five strikes: open, 5 s to a probe */
         ck_assert_int_eq(tide_evpool_discard(fx->pool, acquired()->resource),

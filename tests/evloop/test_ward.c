@@ -19,7 +19,8 @@ END_TEST
 START_TEST(inactive_breaker_fails_acquires_fast_even_with_idle)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct fake *f = release(acquired());
     struct tide_breaker *br = tide_evpool_breaker(fx->pool);
@@ -55,8 +56,9 @@ START_TEST(strikes_open_the_breaker_and_refuse_queued_waiters)
 {
     struct tide_breaker_options b = {
         .policy = TIDE_BREAKER_STRIKES, .strikes = 2, .cooldown = TIDE_SEC(10)};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
-                                    .ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 1),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     fx->mode = MAKE_FAIL_LATER;
     struct answer *a[4];
@@ -86,12 +88,15 @@ START_TEST(recovering_breaker_probes_once_then_activates)
 {
     struct tide_breaker_options b = {
         .policy = TIDE_BREAKER_STRIKES, .strikes = 2, .cooldown = TIDE_MS(100)};
-    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     fx->plan[0] = fx->plan[1] = MAKE_FAIL;
     fx->n_plan = 2;
     fx->mode = MAKE_NEVER;
+    /* one after the other: makes are held (1 ns) after each failure */
     struct answer *a = acquire(0, NULL);
+    ck_assert(run_until_answered(a, 1000));
     struct answer *b2 = acquire(0, NULL);
     ck_assert(run_until(answered_all, 1000));
     ck_assert_int_eq(b2->status, fx->fail_code);
@@ -185,7 +190,10 @@ static void counted_pool(struct reports *r)
 START_TEST(strategy_hears_every_success_and_failure)
 {
     struct reports r = {0};
-    counted_pool(&r);
+    struct tide_breaker_options b;
+    struct tide_evpool_options o = counted(&r, &b);
+    o.ward.backoff = NO_HOLD; /* each make here follows a failure at once */
+    fixture_pool(&o);
     fx->plan[2] = MAKE_FAIL;
     fx->n_plan = 3;
     /* two made and lent: their makes wait for how the loans end */
@@ -229,7 +237,8 @@ START_TEST(strategy_installed_on_the_pools_breaker)
 {
     struct reports r = {.open_on_failure = true};
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     ck_assert_int_eq(
         tide_breaker_set_strategy(tide_evpool_breaker(fx->pool), &counting, &r),
@@ -283,9 +292,10 @@ static bool run_until_destroyed(const struct fake *f, int ms)
 START_TEST(five_discards_among_1000_loans_leave_strikes_active)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 11),
-                                    .health_interval = TIDE_FOREVER,
-                                    .ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 11),
+        .health_interval = TIDE_FOREVER,
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     /* warm: eleven made and idle, as under load */
     struct answer *warm[11];
@@ -320,8 +330,9 @@ END_TEST
 START_TEST(five_discards_in_a_row_open_strikes)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 5),
-                                    .ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 5),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct answer *a[5];
     for (int k = 0; k < 5; k++)
@@ -409,11 +420,14 @@ START_TEST(dead_before_first_loan_is_a_failed_make)
     fixture_pool(&o);
     ck_assert(run_until_idle(1, 1000));
     fx->fakes[0].dead = true; /* the server closed it before first use */
+    /* the minimum's make failed: makes are held, and a, who would need
+     * one and can wait out the hold, gets the one made after it */
     struct answer *a = acquired();
     ck_assert_ptr_ne(a->resource, &fx->fakes[0]);
-    ck_assert_int_eq(r.failures, 1); /* the minimum's make */
+    ck_assert_int_eq(r.failures, 1);
     ck_assert_int_eq(r.successes, 0);
     ck_assert_uint_eq(stats().make_failures, 1);
+    ck_assert_uint_eq(stats().held, 0);
     release(a);
     ck_assert_int_eq(r.successes, 2); /* the make a got, and its release */
 }
@@ -553,9 +567,10 @@ strikes_after(int (*between)(struct tide_evpool *, void *))
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
                                      .strikes = 5};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
-                                    .health_interval = TIDE_FOREVER,
-                                    .ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 1),
+        .health_interval = TIDE_FOREVER,
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     /* proven, so the discards below are loans gone bad, not failed makes */
     release(acquired());
@@ -628,6 +643,7 @@ START_TEST(rejected_release_and_failed_check_are_failures)
     struct tide_breaker_options b;
     struct tide_evpool_options o = counted(&r, &b);
     o.health_interval = TIDE_MS(20);
+    o.ward.backoff = NO_HOLD; /* the second make follows a failure */
     fixture_pool(&o);
     struct answer *a = acquired();
     ((struct fake *)a->resource)->broken = true;
@@ -647,7 +663,8 @@ START_TEST(recovering_reopens_on_a_probes_failure)
 {
     struct tide_breaker_options b = {
         .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(50)};
-    struct tide_evpool_options o = {.ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     fx->mode = MAKE_FAIL;
     struct answer *a = acquire(0, NULL);
@@ -673,8 +690,9 @@ START_TEST(deactivate_by_hand_fails_parked_waiters_at_once)
 {
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_STRIKES,
                                      .cooldown = TIDE_SEC(5)};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 1),
-                                    .ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 1),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct answer *a = acquired();
     struct answer *w1 = acquire(TIDE_SEC(2), NULL);
@@ -712,8 +730,9 @@ START_TEST(strategy_opening_fails_parked_waiters_at_once)
     struct tide_breaker_options b = {.policy = TIDE_BREAKER_CUSTOM,
                                      .strategy = &counting,
                                      .strategy_arg = &r};
-    struct tide_evpool_options o = {.limits = TIDE_LIMITS(.size = 2),
-                                    .ward = {.breaker = &b}};
+    struct tide_evpool_options o = {
+        .limits = TIDE_LIMITS(.size = 2),
+        .ward = {.breaker = &b, .backoff = NO_HOLD}};
     fixture_pool(&o);
     struct answer *a = acquired();
     struct answer *c = acquired();

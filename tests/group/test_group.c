@@ -379,7 +379,11 @@ START_TEST(a_failed_make_moves_on_to_another_upstream)
         release(a);
     }
     ck_assert_int_gt(ups[0].makes, 0);
-    ck_assert_uint_eq(stats().failovers, (uint64_t)ups[0].makes);
+    /* each acquire the failing upstream had moved on: after its make
+     * failed, or at once while it held makes after one */
+    struct tide_evpool_stats s0;
+    tide_evpool_stats(tide_group_upstream_pool(ups[0].u), &s0);
+    ck_assert_uint_eq(stats().failovers, (uint64_t)ups[0].makes + s0.held);
     ck_assert_uint_eq(stats().failed, 0);
 }
 END_TEST
@@ -563,7 +567,9 @@ START_TEST(a_failed_acquire_frees_its_place_under_the_cap)
     struct ans *a = acquired();
     ck_assert_int_eq(a->status, FAKE_CODE);
     ups[0].mode = OK_NOW;
-    /* the breaker-free pool backs off only its top-up, so it makes again */
+    /* the pool holds makes after the failure (its preset backoff, 120 ms
+     * at most): once that is over it makes again */
+    run_ms(150);
     struct ans *b = acquired();
     ck_assert_int_eq(b->status, 0);
 }

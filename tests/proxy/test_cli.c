@@ -382,8 +382,10 @@ static void slow_origin_stop(struct slow_origin *o)
 /* The proxy running in the background, its output to /dev/null; with
  * `nofile` > 0, that as its RLIMIT_NOFILE, and none of this process's
  * descriptors but 0, 1 and 2, so what it can open is known. */
-static pid_t proxy_spawn_limited(int port, int upstream, const char *drain_ms,
-                                 rlim_t nofile)
+/* The proxy on port to upstream, with one more flag when `flag` is not
+ * NULL. */
+static pid_t proxy_spawn_with(int port, int upstream, const char *drain_ms,
+                              rlim_t nofile, const char *flag)
 {
     char listen_at[32], up[32];
     snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
@@ -399,7 +401,7 @@ static pid_t proxy_spawn_limited(int port, int upstream, const char *drain_ms,
             (close_range(3, ~0u, 0) != 0 || setrlimit(RLIMIT_NOFILE, &lim)))
             _exit(126);
         execl(prog, prog, "--listen", listen_at, "--upstream", up,
-              "--drain-timeout", drain_ms, (char *)NULL);
+              "--drain-timeout", drain_ms, flag, (char *)NULL);
         _exit(127);
     }
     /* ready once it takes a connection */
@@ -415,6 +417,12 @@ static pid_t proxy_spawn_limited(int port, int upstream, const char *drain_ms,
     waitpid(pid, NULL, 0);
     ck_abort_msg("the proxy did not listen on %d", port);
     return -1;
+}
+
+static pid_t proxy_spawn_limited(int port, int upstream, const char *drain_ms,
+                                 rlim_t nofile)
+{
+    return proxy_spawn_with(port, upstream, drain_ms, nofile, NULL);
 }
 
 static pid_t proxy_spawn(int port, int upstream, const char *drain_ms)
@@ -552,6 +560,32 @@ START_TEST(an_upstream_down_at_startup_gets_502_until_it_is_up)
     usleep(300000);
     ck_assert_int_eq(get(port, body, sizeof body), 200);
     ck_assert_str_eq(body, "up");
+    pthread_join(t, NULL);
+    close(fd);
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(proxy_wait(pid, 5000), 0);
+}
+END_TEST
+
+/* --no-backoff says no wait between failed connects: the pool, which
+ * holds makes after a failed one with its preset backoff when the ward
+ * has none, holds them 1 ns, so the request right after a 502 connects
+ * again, and is served by an upstream that came up meanwhile. */
+START_TEST(no_backoff_connects_again_at_once)
+{
+    int upstream, fd = tide_test_refusing_port(&upstream);
+    ck_assert_int_ge(fd, 0);
+    int port = tide_test_free_port();
+    pid_t pid = proxy_spawn_with(port, upstream, "1000", 0, "--no-backoff");
+    char body[512];
+    ck_assert_int_eq(get(port, body, sizeof body), 502);
+    ck_assert_int_eq(listen(fd, 8), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, serve_up, &fd), 0);
+    int64_t t0 = now_ms();
+    ck_assert_int_eq(get(port, body, sizeof body), 200);
+    ck_assert_str_eq(body, "up");
+    ck_assert_int_lt(now_ms() - t0, 80); /* a preset hold is 80 ms or more */
     pthread_join(t, NULL);
     close(fd);
     kill(pid, SIGTERM);
@@ -749,6 +783,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, addresses_and_names_are_taken);
     tcase_add_test(tc, a_missing_ca_file_says_why_and_frees_everything);
     tcase_add_test(tc, an_upstream_down_at_startup_gets_502_until_it_is_up);
+    tcase_add_test(tc, no_backoff_connects_again_at_once);
     tcase_add_test(tc, help_lists_the_ward_options);
     tcase_add_test(tc, version_says_the_project_version);
     tcase_add_test(

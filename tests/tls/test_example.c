@@ -257,6 +257,11 @@ START_TEST(release_with_body_unread_is_not_reused)
     ck_assert_int_eq(open_pool(fx->base, &o, &factory, &pool), 0);
     enum { N = 5 };
     for (int i = 0; i < N; i++) {
+        /* each dirty first loan is its make's failure, and makes are held
+         * after one: waited out (the preset's delay, doubling, and a
+         * fifth of jitter at most) */
+        if (i > 0)
+            run_ms(150 << (i - 1));
         struct exchange x = {.pool = pool, .length = -1};
         ck_assert_int_eq(tide_evpool_acquire(pool, TIDE_SEC(5),
                                              on_connection_head_only, &x, NULL),
@@ -301,8 +306,9 @@ static int fetch_quietly(struct event_base *base, struct tide_evpool *pool,
 }
 
 /* Without Content-Length the example cannot know where the body ends: it
- * discards the connection (-1), and the next request gets a new one. */
-START_TEST(readme_example_discards_a_response_without_length)
+ * abandons the connection (-1), and the next request gets a new one at
+ * once (an abandon is no failed make: nothing holds the next). */
+START_TEST(readme_example_abandons_a_response_without_length)
 {
     struct http_server s;
     http_start(&s, server_ctx(fx->pki.good, fx->pki.key, 0, 0, NULL));
@@ -317,7 +323,7 @@ START_TEST(readme_example_discards_a_response_without_length)
     for (int k = 0; k < 2; k++) {
         ck_assert_int_eq(fetch_quietly(fx->base, pool, &x, said, sizeof said),
                          -1);
-        ck_assert_ptr_nonnull(strstr(said, "length unknown, discarded"));
+        ck_assert_ptr_nonnull(strstr(said, "length unknown, abandoned"));
     }
     ck_assert_uint_eq(made(factory), 2);
     s.no_length = false;
@@ -358,7 +364,7 @@ static Suite *suite(void)
     tcase_add_test(tc, readme_example_fetches_over_tls);
     tcase_add_test(tc, readme_example_reuses_one_connection);
     tcase_add_test(tc, release_with_body_unread_is_not_reused);
-    tcase_add_test(tc, readme_example_discards_a_response_without_length);
+    tcase_add_test(tc, readme_example_abandons_a_response_without_length);
     tcase_add_test(tc, readme_example_reports_a_failure);
     suite_add_tcase(s, tc);
     return s;

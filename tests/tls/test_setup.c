@@ -355,6 +355,7 @@ START_TEST(failed_setup_keeps_a_negative_code_and_maps_the_rest)
     t.ctl.fail_code = TIDE_EPEER_CLOSED;
     acquire_answer(&t, &g, 5000);
     ck_assert_int_eq(g.status, TIDE_EPEER_CLOSED);
+    run_ms(150);         /* makes are held after a failed one: 120 ms at most */
     t.ctl.fail_code = 7; /* not a code: the setup's failure */
     acquire_answer(&t, &g, 5000);
     ck_assert_int_eq(g.status, TIDE_ESETUP);

@@ -171,6 +171,7 @@ void oracle_pool_guards(struct oracle_pool *p, int64_t now,
         .bucket_tokens = g.bucket_tokens,
         .backoff_hold = g.backoff_hold,
         .backoff_failures = g.backoff_failures,
+        .backoff_probing = g.backoff_probing,
         .shedder_ceiling = g.shedder_ceiling,
     };
 }

@@ -34,6 +34,7 @@ struct oracle_guards {
     double bucket_tokens;
     int64_t backoff_hold;
     int backoff_failures;
+    bool backoff_probing;
     double shedder_ceiling;
 };
 
