@@ -191,8 +191,8 @@ struct tide_group_stats {
     uint64_t failovers; /* an upstream could not serve and another was
                            tried */
     /* the upstreams' pool stats, summed: counts and counters add up; the
-     * breaker field is the worst state, refusal and the wait quantiles are
-     * the largest of any upstream (quantiles do not add) */
+     * breaker field is the worst state, refusal, busiest and the wait
+     * quantiles are the largest of any upstream (quantiles do not add) */
     struct tide_evpool_stats pools;
 };
 
