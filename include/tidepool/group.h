@@ -18,6 +18,13 @@
  * its lent ones are destroyed as they are released, and its record is freed
  * after the last one came back.
  *
+ * An upstream's pool may lend one resource to several callers at once
+ * (limits.streams > 1, "Shared loans" in <tidepool/evloop.h>): each group
+ * acquire is then one loan, and release, discard, retire, abandon and stale
+ * end one loan as the pool's own calls do (a discard breaks the resource
+ * for every loan of it, once). The cap and the group's lent count loans,
+ * not resources.
+ *
  * Threads, SIGPIPE and NULL: as in <tidepool/evloop.h>. A group belongs to
  * one event_base and its loop's thread; the application ignores SIGPIPE;
  * a function returning int answers TIDE_EINVAL for a NULL group, upstream
