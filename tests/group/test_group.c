@@ -868,18 +868,26 @@ START_TEST(a_discard_breaks_a_shared_connection_once_and_failover_works)
     struct tide_group_stats s = stats();
     ck_assert_uint_eq(s.pools.broken, 1);
     ck_assert_int_eq(s.lent, 2);
-    /* the broken one is lent to nobody new: the member makes another,
-     * and when it cannot, the group fails over to the other member */
+    /* the broken one is lent to nobody new: the member makes another
+     * (which fails here) */
     ups[0].mode = FAIL_NOW;
-    add(1, OK_NOW, &o);
-    for (int i = 0; i < 4; i++) {
+    struct ans *refused = acquired();
+    ck_assert_int_eq(refused->status, FAKE_CODE);
+    ck_assert_int_eq(ups[0].makes, 2);
+    /* with another member, the group fails over to it whenever the pick
+     * lands on the broken one's: the loans are held, so the other member
+     * grows busier than the first and the pick tries the first too */
+    struct tide_evpool_options o1 = shared_options(4, 3);
+    add(1, OK_NOW, &o1);
+    for (int i = 0; i < 9; i++) {
         struct ans *b = acquired();
         ck_assert_int_eq(b->status, 0);
         ck_assert_ptr_ne(b->res, r);
         ck_assert_ptr_eq(b->u, ups[1].u);
-        release(b);
     }
-    ck_assert_int_eq(ups[1].makes, 1);
+    ck_assert_int_eq(ups[1].makes, 3);
+    ck_assert_int_gt(ups[0].makes, 2);
+    ck_assert_uint_eq(stats().failovers, (uint64_t)(ups[0].makes - 2));
     /* the others' loans of it end as they would (a discard and a release
      * both accepted); destroyed once, with the last */
     ck_assert_int_eq(tide_group_discard(group, a[1]->u, a[1]->res), 0);
@@ -888,7 +896,7 @@ START_TEST(a_discard_breaks_a_shared_connection_once_and_failover_works)
     release(a[2]);
     ck_assert_int_eq(r->destroyed, 1);
     s = stats();
-    ck_assert_int_eq(s.lent, 0);
+    ck_assert_int_eq(s.lent, 9); /* the other member's, held */
     ck_assert_uint_eq(s.pools.broken, 1);
     /* broken once, destroyed once, however many loans were discarded */
     struct tide_evpool_stats p;
