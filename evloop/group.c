@@ -907,6 +907,9 @@ static void add_stats(struct tide_evpool_stats *t,
     t->retired += s->retired;
     t->abandoned += s->abandoned;
     t->stale_loans += s->stale_loans;
+    t->loans += s->loans;
+    t->busiest = max64(t->busiest, s->busiest);
+    t->broken += s->broken;
     t->wait_p50 = max64(t->wait_p50, s->wait_p50);
     t->wait_p90 = max64(t->wait_p90, s->wait_p90);
     t->wait_p99 = max64(t->wait_p99, s->wait_p99);

@@ -46,6 +46,12 @@ static void tap_watch(struct tide_evpool *pool, void *resource, bool idle,
     t->inner.watch(pool, resource, idle, t->inner.arg);
 }
 
+static void tap_stale(void *resource, void *arg)
+{
+    struct tap *t = arg;
+    t->inner.stale(resource, t->inner.arg);
+}
+
 void tap_bind(struct tap *t, struct tide_factory *out)
 {
     const struct tide_factory *in = &t->inner;
@@ -57,6 +63,7 @@ void tap_bind(struct tap *t, struct tide_factory *out)
         .reusable = in->reusable ? tap_reusable : NULL,
         .check = in->check ? tap_check : NULL,
         .watch = in->watch ? tap_watch : NULL,
+        .stale = in->stale ? tap_stale : NULL,
         .arg = t,
     };
 }

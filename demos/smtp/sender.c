@@ -46,6 +46,12 @@ static void fwd_watch(struct tide_evpool *pool, void *resource, bool idle,
     s->inner.watch(pool, resource, idle, s->inner.arg);
 }
 
+static void fwd_stale(void *resource, void *arg)
+{
+    struct tide_smtp_sender *s = arg;
+    s->inner.stale(resource, s->inner.arg);
+}
+
 static void wrap(struct tide_smtp_sender *s)
 {
     s->table = (struct tide_factory){
@@ -57,6 +63,7 @@ static void wrap(struct tide_smtp_sender *s)
         .check = tide__smtp_check,
         .reset = tide__smtp_reset,
         .watch = s->inner.watch ? fwd_watch : NULL,
+        .stale = s->inner.stale ? fwd_stale : NULL,
         .arg = s,
     };
 }

@@ -18,6 +18,13 @@
  * its lent ones are destroyed as they are released, and its record is freed
  * after the last one came back.
  *
+ * An upstream's pool may lend one resource to several callers at once
+ * (limits.streams > 1, "Shared loans" in <tidepool/evloop.h>): each group
+ * acquire is then one loan, and release, discard, retire, abandon and stale
+ * end one loan as the pool's own calls do (a discard breaks the resource
+ * for every loan of it, once). The cap and the group's lent count loans,
+ * not resources.
+ *
  * Threads, SIGPIPE and NULL: as in <tidepool/evloop.h>. A group belongs to
  * one event_base and its loop's thread; the application ignores SIGPIPE;
  * a function returning int answers TIDE_EINVAL for a NULL group, upstream
@@ -191,8 +198,8 @@ struct tide_group_stats {
     uint64_t failovers; /* an upstream could not serve and another was
                            tried */
     /* the upstreams' pool stats, summed: counts and counters add up; the
-     * breaker field is the worst state, refusal and the wait quantiles are
-     * the largest of any upstream (quantiles do not add) */
+     * breaker field is the worst state, refusal, busiest and the wait
+     * quantiles are the largest of any upstream (quantiles do not add) */
     struct tide_evpool_stats pools;
 };
 

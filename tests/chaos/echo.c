@@ -1,11 +1,7 @@
 #include "echo.h"
+#include "listen.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -68,17 +64,17 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 {
     (void)l, (void)sa, (void)len;
     struct chaos_echo *e = arg;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     struct echo_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        evutil_closesocket(fd);
+        return;
+    }
     c->e = e;
-    if (e->ctx)
-        c->bev = bufferevent_openssl_socket_new(
-            e->base, fd, SSL_new(e->ctx), BUFFEREVENT_SSL_ACCEPTING,
-            BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-    else
-        c->bev = bufferevent_socket_new(
-            e->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    c->bev = chaos_accepted(e->base, fd, e->ctx);
+    if (!c->bev) {
+        free(c);
+        return;
+    }
     bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->next = e->conns;
@@ -96,22 +92,11 @@ struct chaos_echo *chaos_echo_new(struct event_base *base, SSL_CTX *ctx)
     }
     e->base = base;
     e->ctx = ctx;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    e->listener = evconnlistener_new_bind(
-        base, on_accept, e,
-        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
-        (struct sockaddr *)&a, sizeof a);
+    e->listener = chaos_listen(base, on_accept, e, &e->port);
     if (!e->listener) {
         chaos_echo_free(e);
         return NULL;
     }
-    socklen_t len = sizeof a;
-    getsockname(evconnlistener_get_fd(e->listener), (struct sockaddr *)&a,
-                &len);
-    e->port = ntohs(a.sin_port);
     return e;
 }
 

@@ -535,6 +535,11 @@ static void g_watch(struct tide_evpool *p, void *r, bool idle, void *arg)
     INNER(arg)->watch(p, r, idle, INNER(arg)->arg);
 }
 
+static void g_stale(void *r, void *arg)
+{
+    INNER(arg)->stale(r, INNER(arg)->arg);
+}
+
 /* ld->table becomes the guard over the factory's own table. */
 static void guard(struct load *ld)
 {
@@ -550,6 +555,7 @@ static void guard(struct load *ld)
         .check = in->check ? g_check : NULL,
         .reset = in->reset ? g_reset : NULL,
         .watch = in->watch ? g_watch : NULL,
+        .stale = in->stale ? g_stale : NULL,
         .arg = &ld->guard,
     };
 }

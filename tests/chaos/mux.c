@@ -1,12 +1,9 @@
 #include "mux.h"
+#include "listen.h"
 
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -116,21 +113,17 @@ static void server_accept(struct evconnlistener *l, evutil_socket_t fd,
 {
     (void)l, (void)sa, (void)len;
     struct mux_server *s = arg;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     struct mux_conn *c = calloc(1, sizeof *c);
     if (!c) {
         evutil_closesocket(fd);
         return;
     }
     c->s = s;
-    if (s->ctx)
-        c->bev = bufferevent_openssl_socket_new(
-            s->base, fd, SSL_new(s->ctx), BUFFEREVENT_SSL_ACCEPTING,
-            BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-    else
-        c->bev = bufferevent_socket_new(
-            s->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    c->bev = chaos_accepted(s->base, fd, s->ctx);
+    if (!c->bev) {
+        free(c);
+        return;
+    }
     c->flush = evtimer_new(s->base, on_flush, c);
     bufferevent_setcb(c->bev, server_read, NULL, server_event, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
@@ -152,22 +145,11 @@ struct mux_server *mux_server_new(struct event_base *base, SSL_CTX *ctx,
     s->ctx = ctx;
     s->reorder = reorder;
     s->close_every = close_every;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->listener = evconnlistener_new_bind(
-        base, server_accept, s,
-        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
-        (struct sockaddr *)&a, sizeof a);
+    s->listener = chaos_listen(base, server_accept, s, &s->port);
     if (!s->listener) {
         mux_server_free(s);
         return NULL;
     }
-    socklen_t len = sizeof a;
-    getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&a,
-                &len);
-    s->port = ntohs(a.sin_port);
     return s;
 }
 

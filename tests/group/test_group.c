@@ -1,8 +1,9 @@
 /* tests for evloop/group.c: the pick over upstreams, skipping open
  * breakers, moving on when an upstream cannot serve, the real cause when
  * every one refuses, the cap, upstreams added and removed at run time,
- * cancel, close, free, and the stats. Each upstream has a scripted factory
- * whose resources are counted, so every test ends by checking that each
+ * cancel, close, free, the stats, and members whose pools share a
+ * connection among several loans (streams > 1). Each upstream has a scripted
+ * factory whose resources are counted, so every test ends by checking that each
  * one made was destroyed exactly once and that the loop ran dry. */
 #include <event2/event.h>
 #include <stdlib.h>
@@ -812,6 +813,105 @@ START_TEST(stats_sum_the_upstreams_and_count_the_group)
 }
 END_TEST
 
+/* ---- shared loans: members whose pools lend one connection to several ---- */
+
+/* Pool options for a member whose connections carry `streams` loans at
+ * once, `size` connections at most. */
+static struct tide_evpool_options shared_options(int64_t size, int64_t streams)
+{
+    return (struct tide_evpool_options){
+        .limits = TIDE_LIMITS(.size = size, .streams = streams)};
+}
+
+START_TEST(callers_share_a_member_s_connection)
+{
+    struct tide_evpool_options o = shared_options(1, 3);
+    add(0, OK_NOW, &o);
+    struct ans *a[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = acquired();
+        ck_assert_int_eq(a[i]->status, 0);
+        ck_assert_ptr_eq(a[i]->res, a[0]->res);
+    }
+    ck_assert_int_eq(ups[0].makes, 1);
+    /* the group counts loans, its pools' sums count connections and loans */
+    struct tide_group_stats s = stats();
+    ck_assert_int_eq(s.lent, 3);
+    ck_assert_int_eq(s.pools.lent, 1);
+    ck_assert_int_eq(s.pools.loans, 3);
+    ck_assert_int_eq(s.pools.busiest, 3);
+    /* a fourth waits for a stream (size 1, every stream taken) and gets
+     * the same connection when one loan ends */
+    struct ans *d = start(0, NULL);
+    ck_assert(!wait_answer(d, 20));
+    release(a[1]);
+    ck_assert(wait_answer(d, 2000));
+    ck_assert_int_eq(d->status, 0);
+    ck_assert_ptr_eq(d->res, a[0]->res);
+    release(a[0]);
+    release(a[2]);
+    release(d);
+    s = stats();
+    ck_assert_int_eq(s.lent, 0);
+    ck_assert_int_eq(s.pools.loans, 0);
+    ck_assert_int_eq(s.pools.idle, 1);
+    ck_assert_int_eq(ups[0].makes, 1);
+}
+END_TEST
+
+START_TEST(a_discard_breaks_a_shared_connection_once_and_failover_works)
+{
+    struct tide_evpool_options o = shared_options(2, 3);
+    add(0, OK_NOW, &o);
+    struct ans *a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = acquired();
+    struct res *r = a[0]->res;
+    ck_assert_ptr_eq(a[2]->res, r);
+    /* one borrower sees it break: it breaks for all three loans */
+    ck_assert_int_eq(tide_group_discard(group, a[0]->u, a[0]->res), 0);
+    a[0]->res = NULL;
+    struct tide_group_stats s = stats();
+    ck_assert_uint_eq(s.pools.broken, 1);
+    ck_assert_int_eq(s.lent, 2);
+    /* the broken one is lent to nobody new: the member makes another
+     * (which fails here) */
+    ups[0].mode = FAIL_NOW;
+    struct ans *refused = acquired();
+    ck_assert_int_eq(refused->status, FAKE_CODE);
+    ck_assert_int_eq(ups[0].makes, 2);
+    /* with another member, the group fails over to it whenever the pick
+     * lands on the broken one's: the loans are held, so the other member
+     * grows busier than the first and the pick tries the first too */
+    struct tide_evpool_options o1 = shared_options(4, 3);
+    add(1, OK_NOW, &o1);
+    for (int i = 0; i < 9; i++) {
+        struct ans *b = acquired();
+        ck_assert_int_eq(b->status, 0);
+        ck_assert_ptr_ne(b->res, r);
+        ck_assert_ptr_eq(b->u, ups[1].u);
+    }
+    ck_assert_int_eq(ups[1].makes, 3);
+    ck_assert_int_gt(ups[0].makes, 2);
+    ck_assert_uint_eq(stats().failovers, (uint64_t)(ups[0].makes - 2));
+    /* the others' loans of it end as they would (a discard and a release
+     * both accepted); destroyed once, with the last */
+    ck_assert_int_eq(tide_group_discard(group, a[1]->u, a[1]->res), 0);
+    a[1]->res = NULL;
+    ck_assert_int_eq(r->destroyed, 0);
+    release(a[2]);
+    ck_assert_int_eq(r->destroyed, 1);
+    s = stats();
+    ck_assert_int_eq(s.lent, 9); /* the other member's, held */
+    ck_assert_uint_eq(s.pools.broken, 1);
+    /* broken once, destroyed once, however many loans were discarded */
+    struct tide_evpool_stats p;
+    tide_group_upstream_stats(ups[0].u, &p, NULL);
+    ck_assert_uint_eq(p.destroyed, 1);
+    ck_assert_int_eq(p.loans, 0);
+}
+END_TEST
+
 static Suite *group_suite(void)
 {
     Suite *s = suite_create("group");
@@ -846,6 +946,9 @@ static Suite *group_suite(void)
     tcase_add_test(tc, null_arguments_are_refused);
     tcase_add_test(tc, a_release_naming_the_wrong_upstream_is_refused);
     tcase_add_test(tc, stats_sum_the_upstreams_and_count_the_group);
+    tcase_add_test(tc, callers_share_a_member_s_connection);
+    tcase_add_test(
+        tc, a_discard_breaks_a_shared_connection_once_and_failover_works);
     suite_add_tcase(s, tc);
     return s;
 }
