@@ -394,17 +394,25 @@ START_TEST(probe_made_after_close_gives_its_place_back)
 }
 END_TEST
 
-/* A make gives back a probe's place only in the spell of RECOVERING that
- * let it through: one made while ACTIVE was never a probe, and one of a
- * spell that ended (opened by hand meanwhile) holds no place in the next. */
-START_TEST(only_a_probe_of_this_spell_gives_its_place_back)
+/* A pool whose breaker the spell tests open by hand (one strike, a 50 ms
+ * cooldown), with no health round to take a make of theirs; its breaker,
+ * owned by the pool. */
+static struct tide_breaker *spells_pool(void)
 {
     struct tide_breaker_options b = {
         .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(50)};
     struct tide_evpool_options o = {.ward = {.breaker = &b},
                                     .health_interval = TIDE_FOREVER};
-    fixture_pool(&o);
-    struct tide_breaker *br = tide_evpool_breaker(fx->pool);
+    fixture_pool(&o); /* b and o are read during new only */
+    return tide_evpool_breaker(fx->pool);
+}
+
+/* A make gives back a probe's place only in the spell of RECOVERING that
+ * let it through: one made while ACTIVE was never a probe, and one of a
+ * spell that ended (opened by hand meanwhile) holds no place in the next. */
+START_TEST(only_a_probe_of_this_spell_gives_its_place_back)
+{
+    struct tide_breaker *br = spells_pool();
     struct answer *before = acquired(); /* made ACTIVE: no probe */
     tide_breaker_deactivate(br, now_ns());
     run_ms(60);
@@ -435,12 +443,7 @@ END_TEST
  * after, it is no probe of the next spell. */
 START_TEST(probe_made_after_its_spell_ended_holds_no_place)
 {
-    struct tide_breaker_options b = {
-        .policy = TIDE_BREAKER_STRIKES, .strikes = 1, .cooldown = TIDE_MS(50)};
-    struct tide_evpool_options o = {.ward = {.breaker = &b},
-                                    .health_interval = TIDE_FOREVER};
-    fixture_pool(&o);
-    struct tide_breaker *br = tide_evpool_breaker(fx->pool);
+    struct tide_breaker *br = spells_pool();
     tide_breaker_deactivate(br, now_ns());
     run_ms(60);
     fx->mode = MAKE_NEVER;
