@@ -939,6 +939,12 @@ bool tide_pool_must_wait(const struct tide_pool *p)
            !(p->shared && tide__shares_any_room(&p->shares));
 }
 
+bool tide_pool_lendable(const struct tide_pool *p)
+{
+    return p && (p->idle_count > 0 ||
+                 (p->shared && tide__shares_any_room(&p->shares)));
+}
+
 /* An exclusive take is served by an idle one or a make, never by room
  * beside other loans: the path of tide_pool_take_alone that answers WAIT
  * with no side effect. */

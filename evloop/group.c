@@ -255,8 +255,22 @@ static bool breaker_holds(struct tide_evpool *pool, int64_t now)
            tide_breaker_retry_after(b, now) > 0;
 }
 
+/* Makes held after failed makes (core.h, "Makes held while makes fail")
+ * while the pool has nothing to lend without one: a caller sent there
+ * would wait out the hold, or be refused, where another upstream may serve
+ * at once. */
+static bool makes_held(struct tide_evpool *pool, int64_t now)
+{
+    struct tide_pool *core = pool->core;
+    if (tide_pool_lendable(core))
+        return false;
+    struct tide_pool_guards g;
+    tide_pool_guards(core, now, &g);
+    return g.backoff_hold > 0 || g.backoff_probing;
+}
+
 /* The candidates for a: not removed, not tried, and (when skip_open) no
- * breaker holding them off. */
+ * breaker or make hold keeping them off. */
 static size_t candidates(struct tide_group *g, struct tide_group_acquire *a,
                          int64_t now, bool skip_open)
 {
@@ -264,7 +278,8 @@ static size_t candidates(struct tide_group *g, struct tide_group_acquire *a,
     for (struct tide_group_upstream *u = g->upstreams.head; u; u = u->next) {
         if (u->removed || !u->pool || was_tried(a, u))
             continue;
-        if (skip_open && breaker_holds(u->pool, now))
+        if (skip_open &&
+            (breaker_holds(u->pool, now) || makes_held(u->pool, now)))
             continue;
         g->pick_pools[n] = u->pool->core;
         g->pick_ups[n] = u;

@@ -761,6 +761,11 @@ TIDE_API int64_t tide_pool_idle(const struct tide_pool *p);
  * No side effect, and no roll to draw: a caller serving a queue asks it
  * before a take that could only wait. */
 TIDE_API bool tide_pool_must_wait(const struct tide_pool *p);
+/* Whether a take at this moment could lend without a make: something idle,
+ * or a resource with room for a shared loan (a broken or draining one has
+ * none). No side effect: a group asks it to pass over a pool whose makes
+ * are held. */
+TIDE_API bool tide_pool_lendable(const struct tide_pool *p);
 TIDE_API int64_t
 tide_pool_busy(const struct tide_pool *p); /* lent+held+making (resources) */
 /* The share of new makes the breaker refuses at now; 0 without one. */

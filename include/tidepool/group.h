@@ -7,9 +7,12 @@
  * picks an upstream with the core's tide_pick (power of two choices: the
  * pool whose breaker refuses less, then the one with fewer in use) and
  * acquires there. Upstreams whose breaker is open are skipped while their
- * breaker says a retry is not yet due. When the chosen upstream cannot serve
- * (its breaker or shedder refuses, a make fails, it is being removed) the
- * acquire moves on to another upstream it has not tried, within the same
+ * breaker says a retry is not yet due, and so are those holding makes
+ * after failed makes (evloop.h) with nothing to lend without one: a caller
+ * would wait out the hold there. When every upstream is held off so, the
+ * acquire goes to one of them and learns its cause. When the chosen
+ * upstream cannot serve (its breaker or shedder refuses, a make fails, it
+ * is being removed) the acquire moves on to another upstream it has not tried, within the same
  * timeout; it fails, with the last upstream's own cause and tide_why, only
  * when every upstream refused.
  *

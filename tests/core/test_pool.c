@@ -1046,6 +1046,30 @@ START_TEST(makes_that_succeed_are_never_held)
 }
 END_TEST
 
+/* lendable: something idle, or room beside other loans; a resource that
+ * is broken or drained offers none, whatever its count. */
+START_TEST(lendable_is_idle_or_room_beside_loans)
+{
+    struct tide_pool *p = new_pool(TIDE_LIMITS(.size = 2), NULL);
+    int res[2];
+    ck_assert(!tide_pool_lendable(p));
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[0], 0), 0);
+    ck_assert(!tide_pool_lendable(p)); /* lent: no room with streams 1 */
+    ck_assert_int_eq(tide_pool_give(p, &res[0], 1), 1);
+    ck_assert(tide_pool_lendable(p));
+    tide_pool_free(p);
+    p = new_pool(TIDE_LIMITS(.size = 2, .streams = 3), NULL);
+    ck_assert_int_eq(tide_pool_take(p, 0, 0.5).answer, TIDE_MAKE);
+    ck_assert_int_eq(tide_pool_made(p, &res[1], 0), 0);
+    ck_assert(tide_pool_lendable(p)); /* one loan of three */
+    ck_assert_int_eq(tide_pool_set_streams(p, &res[1], 0), 1);
+    ck_assert(!tide_pool_lendable(p)); /* drained */
+    tide_pool_free(p);
+    ck_assert(!tide_pool_lendable(NULL));
+}
+END_TEST
+
 /* While a breaker recovers it decides who probes, and sheds the rest at
  * once, rather than have them wait on the backoff's probe. */
 START_TEST(recovering_breaker_sheds_beside_the_probe)
@@ -1210,6 +1234,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, made_untried_waits_for_tried);
     tcase_add_test(tc, failed_make_holds_makes_then_lets_one_probe_through);
     tcase_add_test(tc, makes_that_succeed_are_never_held);
+    tcase_add_test(tc, lendable_is_idle_or_room_beside_loans);
     tcase_add_test(tc, recovering_breaker_sheds_beside_the_probe);
     tcase_add_test(tc, tried_ok_is_the_makes_success);
     tcase_add_test(tc, report_feeds_the_breaker_not_the_backoff);
