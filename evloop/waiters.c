@@ -130,8 +130,12 @@ void tide__waiters_deliver(struct tide_evpool *p)
  * answer still comes from the loop, with no queue place or timeout to
  * keep meanwhile, and the factory's hooks run inside a pool callback as in
  * the pump. Only where taking has no side effect to repeat should it
- * refuse (a breaker not closed, a shedder): elsewhere the pump decides. */
-static bool answer_at_once(struct tide_evpool *p, struct tide_acquire *w)
+ * refuse (a breaker not closed, a shedder): elsewhere the pump decides.
+ * Forced inline: with two callers (acquire's copies for acquire and
+ * acquire_alone) GCC 12 keeps it out of line, and the call, its frame and
+ * the reloads cost about 17 instructions of an acquire answered at once. */
+static TIDE__INLINE bool answer_at_once(struct tide_evpool *p,
+                                        struct tide_acquire *w)
 {
     if (p->delivering == 0 || p->queued.count > 0 || p->shedding ||
         (p->breaker && tide_breaker_state(p->breaker) != TIDE_BREAKER_ACTIVE))
