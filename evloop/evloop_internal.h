@@ -504,6 +504,26 @@ enum loan_end {
  * Returns 0, or TIDE_STALE for a loan taken for stale; conn i may be gone
  * after. */
 int tide__shared_end(struct tide_evpool *p, uint32_t i, enum loan_end how);
+/* The core's calls for a caller of either kind: an exclusive one (alone)
+ * takes an idle resource or a make, never room beside other loans. */
+static inline struct tide_taken tide__take_idle_for(struct tide_evpool *p,
+                                                    int64_t now, bool alone)
+{
+    return alone ? tide_pool_take_idle_alone(p->core, now)
+                 : tide_pool_take_idle(p->core, now);
+}
+static inline struct tide_taken
+tide__take_for(struct tide_evpool *p, int64_t now, double roll, bool alone)
+{
+    return alone ? tide_pool_take_alone(p->core, now, roll)
+                 : tide_pool_take(p->core, now, roll);
+}
+static inline bool tide__must_wait_for(const struct tide_evpool *p, bool alone)
+{
+    return alone ? tide_pool_must_wait_alone(p->core)
+                 : tide_pool_must_wait(p->core);
+}
+
 /* How many waiters at the queue's head the makes in flight cover: one
  * each, or with streams > 1 as many as a new resource carries (a make
  * for an exclusive waiter is counted so too: it errs toward waiting for

@@ -201,8 +201,7 @@ int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,
     int rc = TIDE_EWOULDBLOCK;
     bool changed = false; /* something destroyed, or the answer is no */
     for (;;) {
-        struct tide_taken t = alone ? tide_pool_take_idle_alone(p->core, now)
-                                    : tide_pool_take_idle(p->core, now);
+        struct tide_taken t = tide__take_idle_for(p, now, alone);
         if (t.answer == TIDE_WAIT) /* none idle */
             break;
         if (t.answer == TIDE_SHED) {

@@ -261,17 +261,13 @@ static void serve_waiters(struct tide_evpool *p)
         /* the head's kind decides; shared ones behind an exclusive head
          * wait behind it (FIFO across both kinds: see core.h) */
         bool alone = p->queued.head->alone;
-        struct tide_taken t = alone ? tide_pool_take_idle_alone(p->core, p->now)
-                                    : tide_pool_take_idle(p->core, p->now);
+        struct tide_taken t = tide__take_idle_for(p, p->now, alone);
         if (t.answer == TIDE_WAIT) { /* none idle */
             if (tide__covered(p) >= p->queued.count)
                 return; /* every waiter without a resource has a make coming */
-            if (alone ? tide_pool_must_wait_alone(p->core)
-                      : tide_pool_must_wait(p->core))
+            if (tide__must_wait_for(p, alone))
                 return; /* all lent: the take would say WAIT */
-            double roll = tide__evpool_roll(p);
-            t = alone ? tide_pool_take_alone(p->core, p->now, roll)
-                      : tide_pool_take(p->core, p->now, roll);
+            t = tide__take_for(p, p->now, tide__evpool_roll(p), alone);
         }
         switch (t.answer) {
         case TIDE_READY:
@@ -280,8 +276,7 @@ static void serve_waiters(struct tide_evpool *p)
             /* a busy pool's usual round: its one idle resource went to the
              * head, and the next take could only wait */
             if (p->queued.count > 0 &&
-                (p->queued.head->alone ? tide_pool_must_wait_alone(p->core)
-                                       : tide_pool_must_wait(p->core)))
+                tide__must_wait_for(p, p->queued.head->alone))
                 return;
             break;
         case TIDE_MAKE:
