@@ -563,7 +563,7 @@ TIDE__NOINLINE static void unhold(struct tide_pool *p, uint32_t i)
     struct slot *s = &p->slots[i];
     if (idle_full(p))
         idle_compact(p);
-    p->pushed_place = NIL; /* places written below */
+    p->pushed_place = NIL;     /* places written below */
     uint32_t at = p->idle_top; /* where i goes: the walk moves it down */
     uint32_t hole = NIL;
     for (; at > p->idle_bottom; at--) {

@@ -529,8 +529,8 @@ START_TEST(burst_through_a_big_pool_lends_each_once_newest_first)
     static char items[N];
     static void *order[N];
     static unsigned char seen[N];
-    struct tide_pool *p = new_pool(
-        TIDE_LIMITS(.size = N, .keep = TIDE_FOREVER), NULL);
+    struct tide_pool *p =
+        new_pool(TIDE_LIMITS(.size = N, .keep = TIDE_FOREVER), NULL);
     for (int i = 0; i < N; i++) {
         make_one(p, &items[i], 0);
         order[i] = &items[i];
