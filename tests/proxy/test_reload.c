@@ -572,6 +572,45 @@ START_TEST(repeated_reloads_under_load_drop_nothing)
 }
 END_TEST
 
+/* A removed upstream's factory is freed once nothing drains: one for a
+ * name the hosts file does not list holds a resolver, whose sockets come
+ * and go with it. */
+START_TEST(a_removed_upstreams_factory_is_freed)
+{
+    origin(&origin_a, "A");
+    proxy_prepare();
+    conf_write("listen 127.0.0.1:%d\nupstream 127.0.0.1:%d\n", proxy_at,
+               origin_a.port);
+    proxy_run(NULL);
+    int fds_at_start = proxy_fds_at_start();
+    conf_write("listen 127.0.0.1:%d\nupstream 127.0.0.1:%d\n"
+               "upstream reload-test.invalid:80\n",
+               proxy_at, origin_a.port);
+    char line[1024];
+    reload(1, line, sizeof line);
+    ck_assert_msg(strstr(line, "added reload-test.invalid:80"), "%s", line);
+    int with_name = proxy_fds();
+    ck_assert_int_gt(with_name, fds_at_start);
+    conf_write("listen 127.0.0.1:%d\nupstream 127.0.0.1:%d\n", proxy_at,
+               origin_a.port);
+    reload(2, line, sizeof line);
+    ck_assert_msg(strstr(line, "removed reload-test.invalid:80"), "%s", line);
+    int fds = proxy_fds();
+    for (int i = 0; i < 300 && fds != fds_at_start; i++) {
+        usleep(10000);
+        fds = proxy_fds();
+    }
+    ck_assert_msg(fds == fds_at_start,
+                  "%d descriptors, %d at start, %d with "
+                  "the name's factory",
+                  fds, fds_at_start, with_name);
+    int fd = client_connect(proxy_at);
+    ck_assert_int_eq(who(fd), 'A');
+    close(fd);
+    ck_assert_int_eq(proxy_end(), 0);
+}
+END_TEST
+
 /* A proxy started without --config says there is nothing to read again,
  * and goes on (SIGHUP would have ended it). */
 START_TEST(without_a_file_a_reload_says_so_and_goes_on)
@@ -621,6 +660,7 @@ static Suite *reload_suite(void)
     tcase_add_test(tc,
                    what_cannot_change_is_said_and_the_command_line_still_wins);
     tcase_add_test(tc, repeated_reloads_under_load_drop_nothing);
+    tcase_add_test(tc, a_removed_upstreams_factory_is_freed);
     tcase_add_test(tc, without_a_file_a_reload_says_so_and_goes_on);
     suite_add_tcase(s, tc);
     return s;
