@@ -443,14 +443,25 @@ void px_config_proxy_options(const struct px_config *c, struct px_options *out)
                                .max_body = c->max_body};
 }
 
+void px_upstream_name(const struct px_upstream_arg *a, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s:%d", a->tls ? "tls://" : "", a->host, a->port);
+}
+
+bool px_upstream_same(const struct px_upstream_arg *a,
+                      const struct px_upstream_arg *b)
+{
+    return a->tls == b->tls && a->port == b->port &&
+           strcmp(a->host, b->host) == 0;
+}
+
 int px_upstream_add(struct px_upstreams *u, const struct px_config *c,
                     const struct px_upstream_arg *a, struct px_member *out,
                     char *err, size_t errlen)
 {
     *out = (struct px_member){.arg = *a};
     char name[300];
-    snprintf(name, sizeof name, "%s%s:%d", a->tls ? "tls://" : "", a->host,
-             a->port);
+    px_upstream_name(a, name, sizeof name);
     struct tide_factory f;
     struct tide_tcp_options t = {.host = a->host,
                                  .port = a->port,
@@ -507,7 +518,7 @@ int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
     return 0;
 }
 
-static void member_dispose(struct px_member *m)
+void px_member_dispose(struct px_member *m)
 {
     tide_tcp_factory_free(m->tcp);
     tide_tls_factory_free(m->tls);
@@ -518,9 +529,9 @@ void px_upstreams_dispose(struct px_upstreams *u)
 {
     tide_group_free(u->group);
     for (int i = 0; i < PX_MAX_UPSTREAMS; i++)
-        member_dispose(&u->m[i]);
+        px_member_dispose(&u->m[i]);
     for (size_t i = 0; i < u->n_retired; i++)
-        member_dispose(&u->retired[i]);
+        px_member_dispose(&u->retired[i]);
     free(u->retired);
     *u = (struct px_upstreams){0};
 }

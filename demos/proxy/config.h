@@ -156,6 +156,18 @@ int px_upstream_add(struct px_upstreams *u, const struct px_config *c,
                     const struct px_upstream_arg *a, struct px_member *out,
                     char *err, size_t errlen);
 
+/* The upstream's name, as the group, the stats and the messages say it
+ * ("tls://host:443"), into buf (cut to n). */
+void px_upstream_name(const struct px_upstream_arg *a, char *buf, size_t n);
+
+/* Whether a and b name the same upstream, spoken to the same way. */
+bool px_upstream_same(const struct px_upstream_arg *a,
+                      const struct px_upstream_arg *b);
+
+/* Frees m's factory, which its pool no longer uses (the group freed it),
+ * and clears m. */
+void px_member_dispose(struct px_member *m);
+
 /* Frees the group (lent connections are destroyed) and then the factories,
  * retired ones included. u may have been closed first (tide_group_close). */
 void px_upstreams_dispose(struct px_upstreams *u);

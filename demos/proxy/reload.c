@@ -193,10 +193,8 @@ static void reap(struct px_reload *r)
         evtimer_add(r->reap, &again);
         return;
     }
-    for (size_t i = 0; i < u->n_retired; i++) {
-        tide_tcp_factory_free(u->retired[i].tcp);
-        tide_tls_factory_free(u->retired[i].tls);
-    }
+    for (size_t i = 0; i < u->n_retired; i++)
+        px_member_dispose(&u->retired[i]);
     u->n_retired = 0;
 }
 
@@ -209,13 +207,6 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the reload ---- */
 
-static bool same_upstream(const struct px_upstream_arg *a,
-                          const struct px_upstream_arg *b)
-{
-    return a->tls == b->tls && a->port == b->port &&
-           strcmp(a->host, b->host) == 0;
-}
-
 static const char *or_empty(const char *s)
 {
     return s ? s : "";
@@ -224,7 +215,9 @@ static const char *or_empty(const char *s)
 static void say_upstream(struct line *l, enum list list,
                          const struct px_upstream_arg *a)
 {
-    item(l, list, "%s%s:%d", a->tls ? "tls://" : "", a->host, a->port);
+    char name[300];
+    px_upstream_name(a, name, sizeof name);
+    item(l, list, "%s", name);
 }
 
 /* Compares the settings of old and next, notes them in l, puts the old
@@ -309,7 +302,7 @@ void px_reload_run(struct px_reload *r)
         if (a->tls ? tls_pools : pools)
             continue;
         for (int i = 0; i < PX_MAX_UPSTREAMS && !matched[j]; i++)
-            if (u->m[i].up && !kept[i] && same_upstream(&u->m[i].arg, a))
+            if (u->m[i].up && !kept[i] && px_upstream_same(&u->m[i].arg, a))
                 kept[i] = matched[j] = true;
     }
     for (int i = 0; i < PX_MAX_UPSTREAMS; i++)
