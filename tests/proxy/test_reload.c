@@ -225,6 +225,10 @@ struct client {
     atomic_bool stop;
     /* a /who sent after this (ms, 0: not yet) must not reach origin A */
     const _Atomic int64_t *switched;
+    /* a /f1m sent before this (ms, 0: none) and answered whole after
+     * switched was in flight across the reload */
+    const _Atomic int64_t *signalled;
+    int across;
     int requests;
     int from_a;
     int from_b;
@@ -256,6 +260,7 @@ static void *client_main(void *arg)
     struct client *c = arg;
     while (!atomic_load(&c->stop)) {
         struct response r;
+        int64_t sent = now_ms();
         bool ok = fetch(c, "/f1m", &r);
         if (ok && (r.body_len != 1 << 20 ||
                    memcmp(r.body, file_bytes(1 << 20), 1 << 20) != 0)) {
@@ -266,13 +271,17 @@ static void *client_main(void *arg)
         response_dispose(&r);
         if (!ok)
             return NULL;
-        int64_t sent = now_ms();
+        int64_t signalled = c->signalled ? atomic_load(c->signalled) : 0;
+        int64_t switched = c->switched ? atomic_load(c->switched) : 0;
+        c->across +=
+            signalled && sent < signalled && switched && now_ms() > switched;
+        sent = now_ms();
         ok = fetch(c, "/who", &r);
         if (ok && r.body_len == 1 && (r.body[0] == 'A' || r.body[0] == 'B')) {
             bool a = r.body[0] == 'A';
             c->from_a += a;
             c->from_b += !a;
-            int64_t switched = c->switched ? atomic_load(c->switched) : 0;
+            switched = c->switched ? atomic_load(c->switched) : 0;
             c->late_a += a && switched && sent > switched;
         } else if (ok) {
             snprintf(c->failed, sizeof c->failed, "/who: %zu bytes",
@@ -289,10 +298,11 @@ static void *client_main(void *arg)
 enum { CLIENTS = 4 };
 
 static void clients_start(struct client *c, int n,
+                          const _Atomic int64_t *signalled,
                           const _Atomic int64_t *switched)
 {
     for (int i = 0; i < n; i++) {
-        c[i] = (struct client){.switched = switched};
+        c[i] = (struct client){.signalled = signalled, .switched = switched};
         c[i].fd = client_connect(proxy_at);
         ck_assert_int_ge(c[i].fd, 0);
         /* a proxy that stops answering fails the test, not its timeout */
@@ -351,16 +361,24 @@ START_TEST(a_reload_drains_the_removed_origin_and_drops_no_connection)
                proxy_at, origin_a.port);
     proxy_run(NULL);
     int fds_at_start = proxy_fds_at_start();
-    static _Atomic int64_t switched;
+    static _Atomic int64_t signalled, switched;
+    atomic_store(&signalled, 0);
     atomic_store(&switched, 0);
     struct client c[CLIENTS];
-    clients_start(c, CLIENTS, &switched);
-    usleep(120000); /* each has /f1m in flight at A: a quarter second */
-    ck_assert_int_eq(active(&origin_a), 1 + CLIENTS);
+    clients_start(c, CLIENTS, &signalled, &switched);
+    /* each has a connection to A, and nearly always /f1m in flight on it
+     * (a quarter second, against a millisecond for /who) */
+    long at_a = 0;
+    for (int i = 0; i < 200 && at_a != 1 + CLIENTS; i++) {
+        usleep(10000);
+        at_a = active(&origin_a);
+    }
+    ck_assert_int_eq(at_a, 1 + CLIENTS);
 
     conf_write("listen 127.0.0.1:%d\nupstream 127.0.0.1:%d\npool-size 8\n",
                proxy_at, origin_b.port);
     char line[1024], want[64];
+    atomic_store(&signalled, now_ms());
     reload(1, line, sizeof line);
     atomic_store(&switched, now_ms());
     snprintf(want, sizeof want, "added 127.0.0.1:%d; removed 127.0.0.1:%d",
@@ -368,13 +386,16 @@ START_TEST(a_reload_drains_the_removed_origin_and_drops_no_connection)
     ck_assert_msg(strstr(line, want), "%s", line);
     usleep(1500000);
     clients_stop(c, CLIENTS);
+    int across = 0;
     for (int i = 0; i < CLIENTS; i++) {
         /* the /f1m in flight at A finished whole there; its /who after
          * the reload went to B, as everything after it did */
         ck_assert_msg(c[i].late_a == 0 && c[i].from_b >= 1,
                       "client %d: %d from A after the reload, %d from B", i,
                       c[i].late_a, c[i].from_b);
+        across += c[i].across;
     }
+    ck_assert_msg(across >= 1, "no request was in flight across the reload");
     only_b_is_left(fds_at_start);
     ck_assert_int_eq(reload_lines(NULL, 0), 1);
     ck_assert_int_eq(proxy_end(), 0);
@@ -524,8 +545,10 @@ START_TEST(repeated_reloads_under_load_drop_nothing)
                origin_a.port);
     proxy_run(NULL);
     int fds_at_start = proxy_fds_at_start();
+    static _Atomic int64_t only_b;
+    atomic_store(&only_b, 0);
     struct client c[CLIENTS];
-    clients_start(c, CLIENTS, NULL);
+    clients_start(c, CLIENTS, NULL, &only_b);
     char line[1024];
     int lines = 0;
     for (int round = 0; round < 24; round++) {
@@ -561,12 +584,13 @@ START_TEST(repeated_reloads_under_load_drop_nothing)
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(kill(proxy_child.pid, SIGHUP), 0);
     reload(++lines, line, sizeof line);
-    usleep(500000);
+    atomic_store(&only_b, now_ms()); /* from now on /who goes to B */
+    usleep(800000);
     clients_stop(c, CLIENTS);
     for (int i = 0; i < CLIENTS; i++)
-        ck_assert_msg(c[i].from_a > 0 && c[i].from_b > 0,
-                      "client %d: %d from A, %d from B", i, c[i].from_a,
-                      c[i].from_b);
+        ck_assert_msg(c[i].late_a == 0 && c[i].from_b > 0,
+                      "client %d: %d from A after the last reload, %d from B",
+                      i, c[i].late_a, c[i].from_b);
     only_b_is_left(fds_at_start);
     ck_assert_int_eq(proxy_end(), 0);
 }
