@@ -17,7 +17,7 @@
 // The address's query sets parameters (?seed=7&size=12&speed=1000), so a
 // run can be shared and replayed exactly; window.tidepool is what the
 // browser test reads.
-import { Engine, loadModule, PHASES, STATES } from './engine.mjs';
+import { Engine, loadModule, paramTable, PHASES, STATES } from './engine.mjs';
 
 const $ = (id) => document.getElementById(id);
 // every step, from the steps the engine recorded
@@ -110,7 +110,7 @@ function fmtMs(ns) {
 // ---- controls, built from the engine's own parameter table ----
 function buildControls() {
   const form = $('params');
-  for (const p of new Engine(ex).table) {
+  for (const p of paramTable(ex)) {
     if (p.name === 'seed') continue;
     const label = document.createElement('label');
     const name = document.createElement('span');

@@ -215,13 +215,26 @@ try {
   });
 
   await check('outage_opens_breaker_board', async () => {
-    // a short run, slow enough that a second of INACTIVE spans many frames
+    // a short run, slow enough that a second of INACTIVE spans many frames;
+    // loaded paused and played from inside the page, so the board is read
+    // in the first frame the run moves (at most 0.5 s of it at 5x: the page
+    // takes at most 100 ms a frame), not after a round trip that a busy
+    // machine can stretch past the outage's start
     await page.goto(site.url + '?seed=7&speed=5&seconds=8&burst_start_s=1' +
-      '&burst_len_s=1&outage_start_s=3&outage_len_s=3');
+      '&burst_len_s=1&outage_start_s=3&outage_len_s=3&paused');
     await page.waitForFunction(() => window.tidepool && window.tidepool.ready,
       null, { timeout: 10000 });
-    expect(await page.locator('#breaker-state').textContent() === 'ACTIVE',
-      'the breaker board did not start ACTIVE');
+    const first = await page.evaluate(() => new Promise((ok) => {
+      const frame = () => {
+        const clock = document.getElementById('clock').textContent;
+        if (/^t = 0\.0 s/.test(clock)) requestAnimationFrame(frame);
+        else ok(`${clock}: ${document.getElementById('breaker-state').textContent}`);
+      };
+      document.getElementById('play').click();
+      requestAnimationFrame(frame);
+    }));
+    expect(/^t = 0\.[1-5] s: ACTIVE$/.test(first),
+      `the breaker board did not start ACTIVE (${first})`);
     await page.waitForFunction(() =>
       document.getElementById('breaker-state').textContent === 'INACTIVE',
     null, { timeout: 15000, polling: 'raf' });
