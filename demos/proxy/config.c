@@ -73,7 +73,8 @@ void px_config_usage(FILE *f)
             "  --config FILE           options from FILE, one a line: "
             "'pool-size 16',\n"
             "                          '#' comments; the command line "
-            "overrides it\n"
+            "overrides it;\n"
+            "                          SIGHUP reads it again\n"
             "  --version               the version (tidepool's)\n"
             "  --help                  this text\n",
             PX_MAX_UPSTREAMS);
@@ -442,52 +443,74 @@ void px_config_proxy_options(const struct px_config *c, struct px_options *out)
                                .max_body = c->max_body};
 }
 
+void px_upstream_name(const struct px_upstream_arg *a, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s:%d", a->tls ? "tls://" : "", a->host, a->port);
+}
+
+bool px_upstream_same(const struct px_upstream_arg *a,
+                      const struct px_upstream_arg *b)
+{
+    return a->tls == b->tls && a->port == b->port &&
+           strcmp(a->host, b->host) == 0;
+}
+
+int px_upstream_add(struct px_upstreams *u, const struct px_config *c,
+                    const struct px_upstream_arg *a, struct px_member *out,
+                    char *err, size_t errlen)
+{
+    *out = (struct px_member){.arg = *a};
+    char name[300];
+    px_upstream_name(a, name, sizeof name);
+    struct tide_factory f;
+    struct tide_tcp_options t = {.host = a->host,
+                                 .port = a->port,
+                                 .connect_timeout = c->connect_timeout};
+    int rc;
+    if (a->tls) {
+        struct tide_tls_options o = {.tcp = t,
+                                     .ca_file = c->ca,
+                                     .ca_pem = c->ca_pem,
+                                     .insecure_skip_verify = c->insecure};
+        rc = tide_tls_factory_new(u->base, &o, &out->tls);
+        if (!rc)
+            tide_tls_factory_bind(out->tls, &f);
+    } else {
+        rc = tide_tcp_factory_new(u->base, &t, &out->tcp);
+        if (!rc)
+            tide_tcp_factory_bind(out->tcp, &f);
+    }
+    if (rc) {
+        fail(err, errlen, "upstream %s: %s%s%s", name, tide_strerror(rc),
+             a->tls && c->ca ? " (--ca " : "", a->tls && c->ca ? c->ca : "");
+        if (a->tls && c->ca)
+            strncat(err, ")", errlen - strlen(err) - 1);
+        return -1;
+    }
+    struct tide_evpool_options po;
+    px_config_pool_options(c, &po);
+    rc = tide_group_add(u->group, name, &f, &po, &out->up);
+    if (rc) {
+        fail(err, errlen, "upstream %s: %s", name, tide_strerror(rc));
+        tide_tcp_factory_free(out->tcp);
+        tide_tls_factory_free(out->tls);
+        *out = (struct px_member){0};
+        return -1;
+    }
+    return 0;
+}
+
 int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
                       const struct px_config *c, char *err, size_t errlen)
 {
-    *u = (struct px_upstreams){0};
+    *u = (struct px_upstreams){.base = base};
     int rc = tide_group_new(base, &(struct tide_group_options){.cap = c->cap},
                             &u->group);
     if (rc)
         return fail(err, errlen, "cannot make the group: %s",
                     tide_strerror(rc));
     for (int i = 0; i < c->n_ups; i++) {
-        const struct px_upstream_arg *a = &c->ups[i];
-        char name[300];
-        snprintf(name, sizeof name, "%s%s:%d", a->tls ? "tls://" : "", a->host,
-                 a->port);
-        struct tide_factory f;
-        struct tide_tcp_options t = {.host = a->host,
-                                     .port = a->port,
-                                     .connect_timeout = c->connect_timeout};
-        if (a->tls) {
-            struct tide_tls_options o = {.tcp = t,
-                                         .ca_file = c->ca,
-                                         .ca_pem = c->ca_pem,
-                                         .insecure_skip_verify = c->insecure};
-            rc = tide_tls_factory_new(base, &o, &u->tls[i]);
-            if (!rc)
-                tide_tls_factory_bind(u->tls[i], &f);
-        } else {
-            rc = tide_tcp_factory_new(base, &t, &u->tcp[i]);
-            if (!rc)
-                tide_tcp_factory_bind(u->tcp[i], &f);
-        }
-        if (rc) {
-            fail(err, errlen, "upstream %s: %s%s%s", name, tide_strerror(rc),
-                 a->tls && c->ca ? " (--ca " : "",
-                 a->tls && c->ca ? c->ca : "");
-            if (a->tls && c->ca)
-                strncat(err, ")", errlen - strlen(err) - 1);
-            px_upstreams_dispose(u);
-            return -1;
-        }
-        struct tide_evpool_options po;
-        px_config_pool_options(c, &po);
-        struct tide_group_upstream *up;
-        rc = tide_group_add(u->group, name, &f, &po, &up);
-        if (rc) {
-            fail(err, errlen, "upstream %s: %s", name, tide_strerror(rc));
+        if (px_upstream_add(u, c, &c->ups[i], &u->m[i], err, errlen)) {
             px_upstreams_dispose(u);
             return -1;
         }
@@ -495,12 +518,20 @@ int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
     return 0;
 }
 
+void px_member_dispose(struct px_member *m)
+{
+    tide_tcp_factory_free(m->tcp);
+    tide_tls_factory_free(m->tls);
+    *m = (struct px_member){0};
+}
+
 void px_upstreams_dispose(struct px_upstreams *u)
 {
     tide_group_free(u->group);
-    for (int i = 0; i < PX_MAX_UPSTREAMS; i++) {
-        tide_tcp_factory_free(u->tcp[i]);
-        tide_tls_factory_free(u->tls[i]);
-    }
+    for (int i = 0; i < PX_MAX_UPSTREAMS; i++)
+        px_member_dispose(&u->m[i]);
+    for (size_t i = 0; i < u->n_retired; i++)
+        px_member_dispose(&u->retired[i]);
+    free(u->retired);
     *u = (struct px_upstreams){0};
 }

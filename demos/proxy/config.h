@@ -116,11 +116,29 @@ void px_config_pool_options(const struct px_config *c,
 /* The proxy's own options from c (the listen address points into c). */
 void px_config_proxy_options(const struct px_config *c, struct px_options *out);
 
+/* One upstream of the group: what it was made from, its record in the
+ * group (borrowed: the group's) and the factory its pool makes
+ * connections with (owned: freed after the pool). A slot is free when up
+ * is NULL. */
+struct px_member {
+    struct px_upstream_arg arg;
+    struct tide_group_upstream *up;
+    struct tide_tcp_factory *tcp;
+    struct tide_tls_factory *tls;
+};
+
 /* The group with one pool per upstream of c, and their factories. */
 struct px_upstreams {
+    struct event_base *base; /* borrowed */
     struct tide_group *group;
-    struct tide_tcp_factory *tcp[PX_MAX_UPSTREAMS];
-    struct tide_tls_factory *tls[PX_MAX_UPSTREAMS];
+    struct px_member m[PX_MAX_UPSTREAMS];
+    /* members removed from the group (reload.c), whose factories wait
+     * there until no removed upstream is left draining: a factory must
+     * outlive its pool, and the group frees a removed pool only once its
+     * last loan came back. malloc'd: n_retired of retired_cap. */
+    struct px_member *retired;
+    size_t n_retired;
+    size_t retired_cap;
 };
 
 /* Makes u's group on base (borrowed; must outlive it) with c's upstreams.
@@ -129,8 +147,29 @@ struct px_upstreams {
 int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
                       const struct px_config *c, char *err, size_t errlen);
 
-/* Frees the group (lent connections are destroyed) and then the factories.
- * u may have been closed first (tide_group_close). */
+/* Adds upstream a to u's group with c's settings, as px_upstreams_open
+ * does each of c's (its factory, TLS and ward), into *out (a free slot or
+ * a caller's struct). 0, or -1 with the reason in err and nothing left to
+ * free. The reload (reload.c) adds upstreams with it, so they are made
+ * exactly as at startup. */
+int px_upstream_add(struct px_upstreams *u, const struct px_config *c,
+                    const struct px_upstream_arg *a, struct px_member *out,
+                    char *err, size_t errlen);
+
+/* The upstream's name, as the group, the stats and the messages say it
+ * ("tls://host:443"), into buf (cut to n). */
+void px_upstream_name(const struct px_upstream_arg *a, char *buf, size_t n);
+
+/* Whether a and b name the same upstream, spoken to the same way. */
+bool px_upstream_same(const struct px_upstream_arg *a,
+                      const struct px_upstream_arg *b);
+
+/* Frees m's factory, which its pool no longer uses (the group freed it),
+ * and clears m. */
+void px_member_dispose(struct px_member *m);
+
+/* Frees the group (lent connections are destroyed) and then the factories,
+ * retired ones included. u may have been closed first (tide_group_close). */
 void px_upstreams_dispose(struct px_upstreams *u);
 
 #endif

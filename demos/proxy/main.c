@@ -12,7 +12,11 @@
  * SIGINT or SIGTERM drains: the listener closes, clients between
  * requests are closed, exchanges in flight finish (within
  * --drain-timeout, 10 s preset), then the group closes and the program
- * exits 0. A second signal ends it at once. */
+ * exits 0. A second signal ends it at once.
+ *
+ * SIGHUP reads the configuration again (reload.c: upstreams added drain
+ * in, removed ones drain out, no client connection is closed; a bad file
+ * changes nothing). */
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
@@ -22,14 +26,16 @@
 
 #include "config.h"
 #include "proxy.h"
+#include "reload.h"
 
 struct run {
     struct event_base *base;
     struct px *px;
     struct px_upstreams ups;
+    const struct px_config *cfg; /* in use: a reload may change it */
+    struct px_reload *reload;
     int signals;
-    struct timeval drain; /* the drain's bound */
-    struct event *deadline;
+    struct event *deadline; /* the drain's bound */
 };
 
 static void on_group_closed(struct tide_group *g, void *arg)
@@ -69,13 +75,32 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         event_base_loopexit(r->base, NULL); /* a second one: at once */
         return;
     }
-    evtimer_add(r->deadline, &r->drain);
+    /* read now: a reload may have changed it */
+    int64_t ns = r->cfg->drain_timeout;
+    struct timeval drain = {.tv_sec = (time_t)(ns / TIDE_SEC(1)),
+                            .tv_usec = (suseconds_t)(ns % TIDE_SEC(1) / 1000)};
+    evtimer_add(r->deadline, &drain);
     px_drain(r->px, on_drained, r);
+}
+
+static void on_hangup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    struct run *r = arg;
+    if (r->signals > 0) { /* the group is closing: nothing to add to */
+        fprintf(stderr, "proxy: SIGHUP while draining: not reloaded\n");
+        return;
+    }
+    px_reload_run(r->reload);
 }
 
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    /* one that comes while the configuration is read is lost, not fatal
+     * (its event is added below) */
+    signal(SIGHUP, SIG_IGN);
     struct px_config cfg;
     px_config_init(&cfg);
     char err[512];
@@ -93,17 +118,32 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    struct run r = {.base = event_base_new()};
+    struct run r = {.base = event_base_new(), .cfg = &cfg};
     if (!r.base) {
         fprintf(stderr, "proxy: cannot make an event base\n");
         return 1;
     }
     int status = 1;
-    struct event *sigint = NULL, *sigterm = NULL;
+    struct event *sigint = NULL, *sigterm = NULL, *sighup = NULL;
     if (px_upstreams_open(&r.ups, r.base, &cfg, err, sizeof err)) {
         fprintf(stderr, "proxy: %s\n", err);
         goto out;
     }
+    /* the signals are caught before the port is open: whoever sees it
+     * take connections may send them (the test, systemd's reload), and a
+     * SIGHUP not caught would end the program */
+    r.deadline = evtimer_new(r.base, on_deadline, &r);
+    sigint = evsignal_new(r.base, SIGINT, on_signal, &r);
+    sigterm = evsignal_new(r.base, SIGTERM, on_signal, &r);
+    sighup = evsignal_new(r.base, SIGHUP, on_hangup, &r);
+    if (!r.deadline || !sigint || !sigterm || !sighup ||
+        px_reload_new(&cfg, &r.ups, argc, argv, stderr, &r.reload)) {
+        fprintf(stderr, "proxy: cannot make events\n");
+        goto out;
+    }
+    evsignal_add(sigint, NULL);
+    evsignal_add(sigterm, NULL);
+    evsignal_add(sighup, NULL);
     struct px_options o;
     px_config_proxy_options(&cfg, &o);
     if (px_new(r.base, r.ups.group, &o, &r.px)) {
@@ -113,22 +153,11 @@ int main(int argc, char **argv)
     }
     printf("listening on %s:%d\n", cfg.listen_host, px_port(r.px));
     fflush(stdout);
-    r.drain = (struct timeval){
-        .tv_sec = (time_t)(cfg.drain_timeout / TIDE_SEC(1)),
-        .tv_usec = (suseconds_t)(cfg.drain_timeout % TIDE_SEC(1) / 1000)};
-    r.deadline = evtimer_new(r.base, on_deadline, &r);
-    sigint = evsignal_new(r.base, SIGINT, on_signal, &r);
-    sigterm = evsignal_new(r.base, SIGTERM, on_signal, &r);
-    if (!r.deadline || !sigint || !sigterm) {
-        fprintf(stderr, "proxy: cannot make events\n");
-        goto out;
-    }
-    evsignal_add(sigint, NULL);
-    evsignal_add(sigterm, NULL);
     event_base_dispatch(r.base);
     status = 0;
 out:
     px_free(r.px);
+    px_reload_free(r.reload);
     px_upstreams_dispose(&r.ups);
     if (r.deadline)
         event_free(r.deadline);
@@ -136,6 +165,8 @@ out:
         event_free(sigint);
     if (sigterm)
         event_free(sigterm);
+    if (sighup)
+        event_free(sighup);
     /* what the frees left queued (bufferevents closed by finalizers) */
     event_base_loop(r.base, EVLOOP_NONBLOCK);
     event_base_free(r.base);

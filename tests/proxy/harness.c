@@ -863,7 +863,7 @@ static void open_proxy(const char *const *upstreams, int n, int size,
     ck_assert_msg(px_upstreams_open(&ups, base, &cfg, err, sizeof err) == 0,
                   "%s", err);
     group = ups.group;
-    tls_factory = ups.tls[0];
+    tls_factory = ups.m[0].tls;
     struct px_options o;
     px_config_proxy_options(&cfg, &o);
     ck_assert_int_eq(px_new(base, group, &o, &proxy), 0);
