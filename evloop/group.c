@@ -66,9 +66,27 @@ int tide_group_new(struct event_base *base, const struct tide_group_options *o,
     if (!base || opt.cap < 0 || opt.queue_max < 0 || opt.acquire_timeout < 0 ||
         opt.acquire_timeout == TIDE_FOREVER)
         return TIDE_EINVAL;
+    if (opt.decay < 0 || opt.decay == TIDE_FOREVER || opt.slow_start < 0 ||
+        opt.slow_start == TIDE_FOREVER || opt.retry_window < 0 ||
+        opt.retry_window == TIDE_FOREVER || opt.retry_floor < 0 ||
+        opt.retry_floor > (INT64_C(1) << 32) || !(opt.retry_ratio >= 0) ||
+        opt.retry_ratio > 1 || !(opt.panic >= 0) || opt.panic > 1)
+        return TIDE_EINVAL;
     struct tide_group *g = calloc(1, sizeof *g);
     if (!g)
         return TIDE_ENOMEM;
+    g->clock = opt.clock;
+    g->clock_arg = opt.clock_arg;
+    g->decay = opt.decay ? opt.decay : TIDE_SEC(10);
+    g->slow_start = opt.slow_start ? opt.slow_start : TIDE_SEC(30);
+    g->retry_ratio = opt.retry_ratio ? opt.retry_ratio : 0.2;
+    g->panic_share = opt.panic ? opt.panic : 0.5;
+    if (tide__budget_init(g, opt.retry_window ? opt.retry_window : TIDE_SEC(10),
+                          opt.retry_floor ? opt.retry_floor : 3)) {
+        free(g);
+        return TIDE_ENOMEM;
+    }
+    tide__ring_init(&g->lent, TIDE_SEC(60));
     g->base = base;
     g->cap = opt.cap;
     g->acquire_timeout =
@@ -141,7 +159,7 @@ static void free_now(struct tide_group *g)
     }
     event_del(&g->closed_ev);
     event_debug_unassign(&g->closed_ev);
-    free(g->pick_pools);
+    tide__budget_dispose(g);
     free(g->pick_ups);
     free(g);
 }

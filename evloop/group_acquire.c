@@ -8,6 +8,7 @@
  * free the group (deferred until the delivery unwinds, as the pool does)
  * and the pool's tide_why, valid only during the pool's callback, is
  * copied first. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,14 +55,29 @@ void tide__group_answer(struct tide_group_acquire *a, int status,
     } else {
         a->why = (struct tide_why){.message = tide_strerror(status)};
     }
-    if (status == 0 && u)
+    if (status == 0 && u) {
         u->lent++;
+        tide__route_lent(u, resource, tide__group_now(g, now));
+    }
     event_del(&a->ev);
     event_active(&a->ev, EV_TIMEOUT, 0);
     if (a->holds_slot && status != 0) {
         a->holds_slot = false;
         tide__group_slot_free(g, now);
     }
+}
+
+void tide__group_answer_note(struct tide_group_acquire *a, const char *note)
+{
+    const char *was = a->why.message ? a->why.message : "";
+    size_t n = strlen(was) + strlen(note) + 3;
+    char *m = malloc(n);
+    if (!m)
+        return; /* the cause alone, then */
+    snprintf(m, n, "%s (%s)", was, note);
+    free(a->message);
+    a->message = m;
+    a->why.message = m;
 }
 
 void tide__group_acquire_free(struct tide_group_acquire *a)
@@ -112,23 +128,47 @@ void tide__group_on_deliver(evutil_socket_t fd, short what, void *arg)
 
 /* ---- acquire and release ---- */
 
-int tide_group_acquire(struct tide_group *g, int64_t timeout,
-                       tide_group_acquire_cb cb, void *arg,
-                       struct tide_group_acquire **handle)
+/* An acquire, or a retry of a request that failed on `failed`. */
+static int start(struct tide_group *g, int64_t timeout,
+                 tide_group_acquire_cb cb, void *arg,
+                 struct tide_group_acquire **handle, bool retry,
+                 struct tide_group_upstream *failed)
 {
     if (handle)
         *handle = NULL;
-    if (!g || !cb || timeout < 0)
+    if (!g || !cb || timeout < 0 || (failed && failed->group != g))
         return TIDE_EINVAL;
     if (g->closing || g->active == 0)
         return TIDE_ECLOSED;
     bool capped = g->cap > 0 && g->slots >= g->cap;
     if (capped && g->capped.count >= g->queue_max)
         return TIDE_EQUEUEFULL;
+    int64_t now = tide__group_clock();
+    int64_t rnow = tide__group_now(g, now);
     struct tide_group_acquire *a = calloc(1, sizeof *a);
     if (!a)
         return TIDE_ENOMEM;
-    int64_t now = tide__group_clock();
+    /* the one that failed is not tried again, unless it is all there is */
+    if (failed && !failed->removed && g->active > 1) {
+        a->tried = malloc(4 * sizeof *a->tried);
+        if (!a->tried) {
+            free(a);
+            return TIDE_ENOMEM;
+        }
+        a->tried_capacity = 4;
+        a->tried[a->n_tried++] = failed;
+    }
+    if (retry) {
+        if (!tide__budget_spend(g, rnow)) {
+            free(a->tried);
+            free(a);
+            return TIDE_EUNAVAILABLE;
+        }
+        if (failed)
+            failed->route.failures++;
+    } else {
+        tide__budget_request(g, rnow);
+    }
     a->group = g;
     a->cb = cb;
     a->arg = arg;
@@ -155,6 +195,20 @@ int tide_group_acquire(struct tide_group *g, int64_t timeout,
     return 0;
 }
 
+int tide_group_acquire(struct tide_group *g, int64_t timeout,
+                       tide_group_acquire_cb cb, void *arg,
+                       struct tide_group_acquire **handle)
+{
+    return start(g, timeout, cb, arg, handle, false, NULL);
+}
+
+int tide_group_retry(struct tide_group *g, struct tide_group_upstream *failed,
+                     int64_t timeout, tide_group_acquire_cb cb, void *arg,
+                     struct tide_group_acquire **handle)
+{
+    return start(g, timeout, cb, arg, handle, true, failed);
+}
+
 int tide_group_try_acquire(struct tide_group *g, struct tide_group_upstream **u,
                            void **resource)
 {
@@ -171,17 +225,16 @@ int tide_group_try_acquire(struct tide_group *g, struct tide_group_upstream **u,
         return TIDE_EWOULDBLOCK;
     int64_t now = tide__group_clock();
     size_t n = tide__group_candidates(g, NULL, now, true);
-    if (n == 0)
+    struct tide_group_upstream *up = tide__group_choose(g, n, now);
+    if (!up)
         return TIDE_EWOULDBLOCK;
-    double first = tide__group_roll(g), second = tide__group_roll(g);
-    int i = tide_pick(g->pick_pools, n, now, first, second);
-    if (i < 0)
-        return TIDE_EWOULDBLOCK;
-    struct tide_group_upstream *up = g->pick_ups[i];
     void *r;
     int rc = tide_evpool_try_acquire(up->pool, &r);
     if (rc) /* nothing idle, callers queued, refused: acquire finds out */
         return TIDE_EWOULDBLOCK;
+    int64_t rnow = tide__group_now(g, now);
+    tide__budget_request(g, rnow);
+    tide__route_lent(up, r, rnow);
     up->lent++;
     g->slots++;
     g->acquires++;
@@ -220,6 +273,8 @@ void tide_group_cancel(struct tide_group_acquire *a, bool notify)
          * judge, no outcome for the breaker) */
         if (a->status == 0 && a->answered_by) {
             a->answered_by->lent--;
+            tide__route_ended(a->answered_by, a->resource,
+                              tide__group_now(g, now), false);
             (void)tide__loan_unseen(a->answered_by->pool, a->resource);
         }
         if (a->answered_by)
@@ -251,11 +306,15 @@ void tide_group_cancel(struct tide_group_acquire *a, bool notify)
     tide__group_leave(g);
 }
 
-/* A loan of u ends by `end` (the pool's release, discard, retire or
- * abandon), and the group's place for it is freed. */
+/* A loan of u ends by `end` (the pool's release, discard, retire,
+ * abandon or stale), and the group's place for it is freed. Its duration
+ * is u's latency when `timed`: a loan abandoned (the borrower's client
+ * left) or stale (closed before any byte) says nothing of how long the
+ * upstream takes. */
 static int give_back(struct tide_group *g, struct tide_group_upstream *u,
                      void *resource,
-                     int (*end)(struct tide_evpool *p, void *resource))
+                     int (*end)(struct tide_evpool *p, void *resource),
+                     bool timed)
 {
     if (!g || !u || !resource || u->group != g)
         return TIDE_EINVAL;
@@ -264,9 +323,11 @@ static int give_back(struct tide_group *g, struct tide_group_upstream *u,
     int rc = end(u->pool, resource);
     if (rc < 0)
         return rc;
+    int64_t now = tide__group_clock();
+    tide__route_ended(u, resource, tide__group_now(g, now), timed);
     tide__group_enter(g);
     u->lent--;
-    tide__group_slot_free(g, tide__group_clock());
+    tide__group_slot_free(g, now);
     if (tide__group_leave(g))
         tide__group_upstream_maybe_free(u);
     return rc; /* 0, or tide_evpool_stale's TIDE_STALE */
@@ -275,29 +336,29 @@ static int give_back(struct tide_group *g, struct tide_group_upstream *u,
 int tide_group_release(struct tide_group *g, struct tide_group_upstream *u,
                        void *resource)
 {
-    return give_back(g, u, resource, tide_evpool_release);
+    return give_back(g, u, resource, tide_evpool_release, true);
 }
 
 int tide_group_discard(struct tide_group *g, struct tide_group_upstream *u,
                        void *resource)
 {
-    return give_back(g, u, resource, tide_evpool_discard);
+    return give_back(g, u, resource, tide_evpool_discard, true);
 }
 
 int tide_group_retire(struct tide_group *g, struct tide_group_upstream *u,
                       void *resource)
 {
-    return give_back(g, u, resource, tide_evpool_retire);
+    return give_back(g, u, resource, tide_evpool_retire, true);
 }
 
 int tide_group_abandon(struct tide_group *g, struct tide_group_upstream *u,
                        void *resource)
 {
-    return give_back(g, u, resource, tide_evpool_abandon);
+    return give_back(g, u, resource, tide_evpool_abandon, false);
 }
 
 int tide_group_stale(struct tide_group *g, struct tide_group_upstream *u,
                      void *resource)
 {
-    return give_back(g, u, resource, tide_evpool_stale);
+    return give_back(g, u, resource, tide_evpool_stale, false);
 }

@@ -25,8 +25,19 @@ static bool remember_tried(struct tide_group_acquire *a,
 static void on_pool_answer(struct tide_evpool *pool, int status, void *resource,
                            const struct tide_why *why, void *arg);
 
+/* Whether moving on after `status` from an upstream is a retry the budget
+ * pays for: the upstream was tried (a make failed, a resource was found
+ * dead). Refusals at once (an open breaker, a shedder, makes held, a full
+ * queue, a pool closing) did not touch it, and moving on costs nothing. */
+static bool costs_retry(int status)
+{
+    return status != TIDE_EUNAVAILABLE && status != TIDE_EQUEUEFULL &&
+           status != TIDE_ECLOSED;
+}
+
 /* Sends a to the next upstream worth trying, or answers it with the last
- * refusal when none is left. */
+ * refusal when none is left, or when the move would be a retry the
+ * budget has no room for. */
 static void dispatch_after(struct tide_group_acquire *a, int64_t now,
                            int last_status, struct tide_group_upstream *last,
                            const struct tide_why *last_why)
@@ -48,11 +59,23 @@ static void dispatch_after(struct tide_group_acquire *a, int64_t now,
                                last, NULL, last_why, now);
             return;
         }
+        if (last && costs_retry(last_status)) {
+            if (!tide__budget_spend(g, tide__group_now(g, now))) {
+                tide__group_probe_done(a, u, now);
+                tide__group_answer(a, last_status, last, NULL, last_why, now);
+                tide__group_answer_note(
+                    a, "not tried elsewhere: the group's retry budget is "
+                       "spent");
+                return;
+            }
+            last->route.failures++;
+        }
         if (!remember_tried(a, u)) {
+            tide__group_probe_done(a, u, now);
             tide__group_answer(a, TIDE_ENOMEM, last, NULL, NULL, now);
             return;
         }
-        if (a->n_tried > 1)
+        if (last)
             g->failovers++;
         int rc = tide_evpool_acquire(u->pool, left, on_pool_answer, a,
                                      &a->pool_handle);

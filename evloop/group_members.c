@@ -8,6 +8,7 @@
 
 void tide__group_upstream_free(struct tide_group_upstream *u)
 {
+    tide__route_dispose(u);
     free(u->name);
     free(u);
 }
@@ -65,10 +66,6 @@ int tide_group_add(struct tide_group *g, const char *name,
     size_t want = (size_t)g->upstreams.count + 1;
     if (want > g->pick_capacity) {
         size_t cap = g->pick_capacity ? 2 * g->pick_capacity : 4;
-        struct tide_pool **pp = realloc(g->pick_pools, cap * sizeof *pp);
-        if (!pp)
-            return TIDE_ENOMEM;
-        g->pick_pools = pp;
         struct tide_group_upstream **up =
             realloc(g->pick_ups, cap * sizeof *up);
         if (!up)
@@ -90,6 +87,11 @@ int tide_group_add(struct tide_group *g, const char *name,
         return rc;
     }
     u->group = g;
+    int64_t now = tide__group_now(g, tide__group_clock());
+    tide__route_init(u, now);
+    /* one added once the group has lent is cold beside the others */
+    if (g->acquires > 0)
+        tide__route_ramp(u, now, tide__group_mean_latency(g, now));
     TIDE__LIST_APPEND(&g->upstreams, u);
     g->active++;
     *out = u;

@@ -101,3 +101,26 @@ void tide_group_stats(struct tide_group *g, struct tide_group_stats *out)
     out->failed = g->failed;
     out->failovers = g->failovers;
 }
+
+void tide_group_route(struct tide_group_upstream *u,
+                      struct tide_group_route *out)
+{
+    if (!u || !out)
+        return;
+    struct tide_group *g = u->group;
+    int64_t rnow = tide__group_now(g, tide__group_clock());
+    *out = (struct tide_group_route){0};
+    uint64_t all = 0, timed = 0, sum = 0;
+    tide__ring_sum(&g->lent, rnow, &all, NULL);
+    tide__ring_sum(&u->route.lent, rnow, &out->loans, NULL);
+    tide__ring_sum(&u->route.ended, rnow, &timed, &sum);
+    out->share = all ? (double)out->loans / (double)all : 0.0;
+    out->latency = (int64_t)tide__route_latency(u, rnow);
+    out->mean = timed ? (int64_t)(sum / timed) : 0;
+    out->pending = u->lent + u->refs;
+    struct tide_breaker *b = u->pool ? tide_evpool_breaker(u->pool) : NULL;
+    out->breaker = b ? tide_breaker_state(b) : TIDE_BREAKER_ACTIVE;
+    out->held = u->route.held;
+    out->weight = tide__route_weight(u, rnow);
+    out->failures = u->route.failures;
+}
