@@ -77,7 +77,7 @@ int tide_group_new(struct event_base *base, const struct tide_group_options *o,
         return TIDE_ENOMEM;
     g->clock = opt.clock;
     g->clock_arg = opt.clock_arg;
-    g->decay = opt.decay ? opt.decay : TIDE_SEC(10);
+    g->decay = opt.decay ? opt.decay : TIDE_SEC(1);
     g->slow_start = opt.slow_start ? opt.slow_start : TIDE_SEC(30);
     g->retry_ratio = opt.retry_ratio ? opt.retry_ratio : 0.2;
     g->panic_share = opt.panic ? opt.panic : 0.5;

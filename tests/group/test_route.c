@@ -276,6 +276,7 @@ END_TEST
 
 START_TEST(a_loan_s_duration_is_timed_on_the_group_s_clock)
 {
+    new_group((struct tide_group_options){.decay = TIDE_SEC(10)});
     add(0, false, NULL);
     for (int k = 0; k < 10; k++) {
         lend(TIDE_MS(5));
