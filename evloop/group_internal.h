@@ -55,7 +55,9 @@ struct route {
     int64_t ramp_from; /* its slow start began here ... */
     bool ramping;      /* ... and is not over */
     bool held;         /* held off at the last look */
-    int64_t held_from; /* since when */
+    bool spell;        /* held off since it last lent ... */
+    int64_t held_from; /* ... first seen so here ... */
+    int64_t held_last; /* ... and last here */
     bool was_open;     /* its breaker was open in this spell */
     struct loan_stamp *loans; /* loans out, in no order */
     size_t n_loans;
@@ -229,11 +231,12 @@ double tide__route_weight(struct tide_group_upstream *u, int64_t now);
 /* Starts a slow start, with its latency set to `mean` (the others'). */
 void tide__route_ramp(struct tide_group_upstream *u, int64_t now, double mean);
 /* Whether u is held off now and, if so, whether its breaker is open:
- * notes a spell's start and end. True when a spell that was an outage
- * ended: a slow start is due. */
-bool tide__route_held(struct tide_group_upstream *u, int64_t now, bool held,
+ * notes a spell held off, which its next loan ends (tide__route_lent
+ * starts a slow start then, when the spell was an outage). */
+void tide__route_held(struct tide_group_upstream *u, int64_t now, bool held,
                       bool open);
-/* A loan of resource from u starts (its answer) ... */
+/* A loan of resource from u starts (its answer): ends a spell held off,
+ * with a slow start after an outage ... */
 void tide__route_lent(struct tide_group_upstream *u, void *resource,
                       int64_t now);
 /* ... and ends: timed when `timed` (released, retired, discarded), else

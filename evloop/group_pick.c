@@ -65,8 +65,9 @@ double tide__group_mean_latency(struct tide_group *g, int64_t rnow)
     return n ? sum / n : 0;
 }
 
-/* Looks at every upstream once: which are held off (a spell's end may
- * start a slow start), and whether so many are that the group panics. */
+/* Looks at every upstream once: which are held off (a spell that its
+ * next loan ends, with a slow start after an outage), and whether so many
+ * are that the group panics. */
 static void look(struct tide_group *g, int64_t now, int64_t rnow)
 {
     int64_t held = 0, active = 0;
@@ -77,8 +78,7 @@ static void look(struct tide_group *g, int64_t now, int64_t rnow)
         bool open;
         bool h = held_off(u->pool, now, &open);
         held += h;
-        if (tide__route_held(u, rnow, h, open))
-            tide__route_ramp(u, rnow, tide__group_mean_latency(g, rnow));
+        tide__route_held(u, rnow, h, open);
     }
     g->held = held;
     g->panic = active > 0 && (double)held > g->panic_share * (double)active;

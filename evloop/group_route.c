@@ -10,7 +10,9 @@
 /* A slow start begins at this share of the pick. */
 #define RAMP_FLOOR 0.1
 /* A spell held off shorter than this is a blip (one failed make while
- * busy), not an outage: no slow start after it. */
+ * busy), not an outage: no slow start after it. A spell runs from the
+ * first look that found the upstream held off to the last, until it
+ * lends again. */
 #define OUTAGE_MIN TIDE_SEC(1)
 /* The last minute of the stats. */
 #define MINUTE TIDE_SEC(60)
@@ -174,23 +176,23 @@ void tide__route_ramp(struct tide_group_upstream *u, int64_t now, double mean)
     r->updated = now;
 }
 
-bool tide__route_held(struct tide_group_upstream *u, int64_t now, bool held,
+void tide__route_held(struct tide_group_upstream *u, int64_t now, bool held,
                       bool open)
 {
     struct route *r = &u->route;
-    if (held) {
-        if (!r->held) {
-            r->held = true;
-            r->held_from = now;
-            r->was_open = false;
-        }
-        r->was_open |= open;
-        return false;
+    r->held = held;
+    if (!held)
+        return;
+    /* a spell lasts until the upstream lends again, across the moments
+     * between the holds of a backoff (a dead origin is held, let through
+     * to fail a make, held again: one outage, not many blips) */
+    if (!r->spell) {
+        r->spell = true;
+        r->held_from = now;
+        r->was_open = false;
     }
-    if (!r->held)
-        return false;
-    r->held = false;
-    return r->was_open || now - r->held_from >= OUTAGE_MIN;
+    r->held_last = now;
+    r->was_open |= open;
 }
 
 /* ---- loans ---- */
@@ -199,6 +201,12 @@ void tide__route_lent(struct tide_group_upstream *u, void *resource,
                       int64_t now)
 {
     struct route *r = &u->route;
+    if (r->spell) {
+        /* back from a spell held off: a slow start if it was an outage */
+        r->spell = false;
+        if (r->was_open || r->held_last - r->held_from >= OUTAGE_MIN)
+            tide__route_ramp(u, now, tide__group_mean_latency(u->group, now));
+    }
     tide__ring_add(&r->lent, now, 1, 0);
     tide__ring_add(&u->group->lent, now, 1, 0);
     if (r->n_loans == r->loans_capacity) {

@@ -4,18 +4,18 @@
  * or any resource a factory opens), each with its own factory, limits and
  * ward, so every pool keeps all of its own promises (FIFO waiters, no
  * barging, exactly-once answers, destroy once). An acquire on the group
- * picks an upstream with the core's tide_pick (power of two choices: the
- * pool whose breaker refuses less, then the one with fewer in use) and
- * acquires there. Upstreams whose breaker is open are skipped while their
- * breaker says a retry is not yet due, and so are those holding makes
- * after failed makes (evloop.h) with nothing to lend without one: a caller
- * would wait out the hold there. When every upstream is held off so, the
- * acquire goes to one of them and learns its cause (and see "Panic
- * threshold" below). When the chosen
+ * picks an upstream (power of two choices, weighed by loans and latency:
+ * "Latency-aware pick" below) and acquires there. Upstreams held off are
+ * passed over: an open breaker while it says a retry is not yet due, one
+ * RECOVERING, and those holding makes after failed makes (evloop.h) with
+ * nothing to lend without one, where a caller would wait out the hold.
+ * When every upstream is held off so, the acquire goes to one of them and
+ * learns its cause (and see "Panic threshold" below). When the chosen
  * upstream cannot serve (its breaker or shedder refuses, a make fails, it
- * is being removed) the acquire moves on to another upstream it has not tried,
- * within the same timeout; it fails, with the last upstream's own cause and
- * tide_why, only when every upstream refused.
+ * is being removed) the acquire moves on to another upstream it has not
+ * tried, within the same timeout and the retry budget; it fails, with
+ * the last upstream's own cause and tide_why, only when every upstream
+ * refused or the budget is spent.
  *
  * Routing around trouble (group_pick.c, group_route.c, group_budget.c):
  *

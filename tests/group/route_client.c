@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <tidepool/group.h>
 #include <tidepool/tls.h>
 #include <time.h>
@@ -149,6 +150,18 @@ static void give_back(struct client *c, bool fine)
     c->bev = NULL;
 }
 
+/* The Content-Length of a head of n bytes (names are case-blind: HAProxy
+ * sends them in lower case); 0 when it has none. */
+static size_t content_length(const char *head, size_t n)
+{
+    static const char name[] = "\r\ncontent-length:";
+    size_t k = sizeof name - 1;
+    for (size_t i = 0; i + k <= n; i++)
+        if (strncasecmp(head + i, name, k) == 0)
+            return (size_t)atol(head + i + k);
+    return 0;
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
@@ -160,8 +173,7 @@ static void on_read(struct bufferevent *bev, void *arg)
         return;
     size_t head = (size_t)(end + 4 - data);
     int status = atoi(data + 9);
-    const char *cl = memmem(data, head, "Content-Length: ", 16);
-    size_t body = cl ? (size_t)atol(cl + 16) : 0;
+    size_t body = content_length(data, head);
     if (len < head + body)
         return;
     /* "PORT PATH\n": for whom, and (through the group) from whom */
