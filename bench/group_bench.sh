@@ -34,7 +34,7 @@ CLIENTS=${3:-8}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ORIGIN="$HERE/../tests/group/origin.py"
 CLIENT=$BUILD/tests/group/route_client
-for tool in nginx haproxy python3 curl taskset; do
+for tool in nginx haproxy python3 curl taskset awk; do
     command -v $tool >/dev/null || { echo "group_bench: no $tool" >&2; exit 77; }
 done
 [ -x "$CLIENT" ] || { echo "group_bench: no $CLIENT (build first)" >&2; exit 1; }
@@ -145,6 +145,7 @@ run() { # variant seconds -> route_client's output in $DIR/out
     esac
     taskset -c 0 "$CLIENT" --clients "$CLIENTS" "$@" >"$DIR/out"
 }
+calc() { awk "BEGIN { print $1 }"; }
 val() { awk -v k="$1" '$1 == k { print $2 }' "$DIR/out"; }
 reset_origins() { for k in 0 1 2 3; do ctl $k "delay_ms=10&status=200"; done; }
 
@@ -158,7 +159,7 @@ for v in tidepool nginx haproxy; do
     fast_p99=$(val p99_ms)
     printf '%-9s %-9s req %s err %s wrong %s p50 %sms p99 %sms origin0 %.1f%%\n' \
         fast $v "$(val requests)" "$(val errors)" "$(val wrong)" "$(val p50_ms)" \
-        "$fast_p99" "$(echo "($(count 0) - $before) * 100 / ($(counts) - $all)" | bc -l)"
+        "$fast_p99" "$(calc "($(count 0) - $before) * 100 / ($(counts) - $all)")"
     # slow
     ctl 0 delay_ms=100
     run $v 2
@@ -167,8 +168,8 @@ for v in tidepool nginx haproxy; do
     slow_p99=$(val p99_ms)
     printf '%-9s %-9s req %s err %s wrong %s p50 %sms p99 %sms (%.2fx fast) origin0 %.2f%%\n' \
         slow $v "$(val requests)" "$(val errors)" "$(val wrong)" "$(val p50_ms)" \
-        "$slow_p99" "$(echo "$slow_p99 / ($fast_p99 + 0.000001)" | bc -l)" \
-        "$(echo "($(count 0) - $before) * 100 / ($(counts) - $all)" | bc -l)"
+        "$slow_p99" "$(calc "$slow_p99 / ($fast_p99 + 0.000001)")" \
+        "$(calc "($(count 0) - $before) * 100 / ($(counts) - $all)")"
     reset_origins
     # outage: killed at 2 s, back at 4 s; origin 0's share of the origins'
     # requests each second after it came back, while the run goes on
@@ -197,7 +198,7 @@ for v in tidepool nginx haproxy; do
     got=$(( $(counts) - all ))
     printf '%-9s %-9s req %s err %s (%.2f%%) wrong %s p99 %sms origin attempts / client requests %.3f\n' \
         brownout $v "$(val requests)" "$(val errors)" \
-        "$(echo "$(val errors) * 100 / ($(val requests) + 0.000001)" | bc -l)" "$(val wrong)" \
-        "$(val p99_ms)" "$(echo "$got / ($(val requests) + 0.000001)" | bc -l)"
+        "$(calc "$(val errors) * 100 / ($(val requests) + 0.000001)")" "$(val wrong)" \
+        "$(val p99_ms)" "$(calc "$got / ($(val requests) + 0.000001)")"
     reset_origins
 done
