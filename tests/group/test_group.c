@@ -213,6 +213,14 @@ static void new_group(const struct tide_group_options *o)
     ck_assert_int_eq(tide_group_new(base, o, &group), 0);
 }
 
+/* The group's clock in the tests that drive it (options.clock). */
+static int64_t fake_now;
+
+static int64_t fake_clock(void *arg)
+{
+    return *(int64_t *)arg;
+}
+
 /* Closes the group (unless the test freed it), answers held makes, and
  * checks: every answer once at most, every resource destroyed once, and
  * nothing left in the loop. */
@@ -331,7 +339,10 @@ START_TEST(an_open_breaker_is_skipped_until_its_retry_is_due)
     o.ward.breaker = &(struct tide_breaker_options){
         .policy = TIDE_BREAKER_STRIKES, .cooldown = TIDE_MS(100)};
     /* three, two of them open: without the skip the two draws of the
-     * pick would often both land on open ones */
+     * pick would often both land on open ones (and with no panic: two of
+     * three open is past the preset's half, where the group would spread
+     * over all; a_panic_spreads_over_all tests that) */
+    new_group(&(struct tide_group_options){.panic = 1});
     for (int i = 0; i < 3; i++)
         add(i, OK_NOW, &o);
     for (int i = 0; i < 2; i++)
@@ -479,7 +490,10 @@ END_TEST
 
 START_TEST(the_cap_queues_acquires_and_a_release_serves_the_oldest)
 {
-    new_group(&(struct tide_group_options){.cap = 2, .seed = 3});
+    /* on a clock that stands still every loan lasts 0: the pick weighs
+     * loans out alone, whatever the machine's load made them last */
+    new_group(&(struct tide_group_options){
+        .cap = 2, .seed = 3, .clock = fake_clock, .clock_arg = &fake_now});
     add(0, OK_NOW, NULL);
     add(1, OK_NOW, NULL);
     struct ans *a = acquired();
@@ -580,6 +594,8 @@ END_TEST
 
 START_TEST(an_upstream_added_later_is_picked)
 {
+    /* no slow start to speak of (slow_start_ramps_a_newcomer tests it) */
+    new_group(&(struct tide_group_options){.slow_start = 1});
     add(0, OK_NOW, NULL);
     struct ans *a = acquired();
     ck_assert_ptr_eq(a->u, ups[0].u);

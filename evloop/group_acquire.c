@@ -1,0 +1,364 @@
+/* The group's acquires and loans: acquire, try_acquire and cancel, the
+ * cap on loans across the group with its FIFO, the answer and its
+ * delivery, and the ends of a loan (release, discard, retire, abandon,
+ * stale).
+ *
+ * Every answer is delivered from the acquire's own event, never from
+ * inside a pool's callback or a group call: the user's callback may then
+ * free the group (deferred until the delivery unwinds, as the pool does)
+ * and the pool's tide_why, valid only during the pool's callback, is
+ * copied first. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group_internal.h"
+
+/* ---- cap slots ---- */
+
+/* A place under the cap came free: the oldest capped acquire goes on. */
+void tide__group_slot_free(struct tide_group *g, int64_t now)
+{
+    g->slots--;
+    while (g->capped.head && (g->cap == 0 || g->slots < g->cap)) {
+        struct tide_group_acquire *a = g->capped.head;
+        TIDE__LIST_UNLINK(&g->capped, a);
+        event_del(&a->ev);
+        event_assign(&a->ev, g->base, -1, 0, tide__group_on_deliver, a);
+        TIDE__LIST_APPEND(&g->pending, a);
+        a->holds_slot = true;
+        g->slots++;
+        tide__group_dispatch(a, now);
+    }
+}
+
+/* ---- answers ---- */
+
+/* Records the answer and schedules its delivery. `why` is the pool's
+ * (copied) or NULL. Gives up the cap slot unless a resource is lent. */
+void tide__group_answer(struct tide_group_acquire *a, int status,
+                        struct tide_group_upstream *u, void *resource,
+                        const struct tide_why *why, int64_t now)
+{
+    struct tide_group *g = a->group;
+    a->state = ACQ_READY;
+    a->status = status;
+    a->resource = resource;
+    a->answered_by = u;
+    if (u)
+        u->refs++;
+    if (why) {
+        a->why = *why;
+        free(a->message);
+        a->message = why->message ? strdup(why->message) : NULL;
+        a->why.message = a->message ? a->message : tide_strerror(status);
+    } else {
+        a->why = (struct tide_why){.message = tide_strerror(status)};
+    }
+    if (status == 0 && u) {
+        u->lent++;
+        tide__route_lent(u, resource, tide__group_now(g, now));
+    }
+    event_del(&a->ev);
+    event_active(&a->ev, EV_TIMEOUT, 0);
+    if (a->holds_slot && status != 0) {
+        a->holds_slot = false;
+        tide__group_slot_free(g, now);
+    }
+}
+
+void tide__group_answer_note(struct tide_group_acquire *a, const char *note)
+{
+    const char *was = a->why.message ? a->why.message : "";
+    size_t n = strlen(was) + strlen(note) + 3;
+    char *m = malloc(n);
+    if (!m)
+        return; /* the cause alone, then */
+    snprintf(m, n, "%s (%s)", was, note);
+    free(a->message);
+    a->message = m;
+    a->why.message = m;
+}
+
+void tide__group_acquire_free(struct tide_group_acquire *a)
+{
+    event_del(&a->ev);
+    event_debug_unassign(&a->ev);
+    free(a->tried);
+    free(a->message);
+    free(a);
+}
+
+static void on_cap_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_group_acquire *a = arg;
+    struct tide_group *g = a->group;
+    TIDE__LIST_UNLINK(&g->capped, a);
+    TIDE__LIST_APPEND(&g->pending, a);
+    event_assign(&a->ev, g->base, -1, 0, tide__group_on_deliver, a);
+    tide__group_answer(a, TIDE_ETIMEDOUT, NULL, NULL, NULL,
+                       tide__group_clock());
+}
+
+void tide__group_on_deliver(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tide_group_acquire *a = arg;
+    struct tide_group *g = a->group;
+    TIDE__LIST_UNLINK(&g->pending, a);
+    struct tide_group_upstream *u = a->answered_by;
+    if (a->status == 0)
+        g->served++;
+    else if (a->status != TIDE_ECANCELLED)
+        g->failed++;
+    a->state = ACQ_DELIVERING;
+    tide__group_enter(g);
+    a->cb(g, a->status, u, a->resource, &a->why, a->arg);
+    tide__group_acquire_free(a);
+    bool alive = tide__group_leave(g);
+    if (alive) {
+        if (u)
+            tide__group_unref(u);
+        tide__group_check_closed(g);
+    }
+}
+
+/* ---- acquire and release ---- */
+
+/* An acquire, or a retry of a request that failed on `failed`. */
+static int start(struct tide_group *g, int64_t timeout,
+                 tide_group_acquire_cb cb, void *arg,
+                 struct tide_group_acquire **handle, bool retry,
+                 struct tide_group_upstream *failed)
+{
+    if (handle)
+        *handle = NULL;
+    if (!g || !cb || timeout < 0 || (failed && failed->group != g))
+        return TIDE_EINVAL;
+    if (g->closing || g->active == 0)
+        return TIDE_ECLOSED;
+    bool capped = g->cap > 0 && g->slots >= g->cap;
+    if (capped && g->capped.count >= g->queue_max)
+        return TIDE_EQUEUEFULL;
+    int64_t now = tide__group_clock();
+    int64_t rnow = tide__group_now(g, now);
+    struct tide_group_acquire *a = calloc(1, sizeof *a);
+    if (!a)
+        return TIDE_ENOMEM;
+    /* the one that failed is not tried again, unless it is all there is */
+    if (failed && !failed->removed && g->active > 1) {
+        a->tried = malloc(4 * sizeof *a->tried);
+        if (!a->tried) {
+            free(a);
+            return TIDE_ENOMEM;
+        }
+        a->tried_capacity = 4;
+        a->tried[a->n_tried++] = failed;
+    }
+    if (retry) {
+        if (!tide__budget_spend(g, rnow)) {
+            free(a->tried);
+            free(a);
+            return TIDE_EUNAVAILABLE;
+        }
+        if (failed)
+            failed->route.failures++;
+    } else {
+        tide__budget_request(g, rnow);
+    }
+    a->group = g;
+    a->cb = cb;
+    a->arg = arg;
+    a->deadline = tide__after(now, timeout ? timeout : g->acquire_timeout);
+    g->acquires++;
+    if (handle)
+        *handle = a;
+    if (capped) {
+        a->state = ACQ_CAPPED;
+        event_assign(&a->ev, g->base, -1, 0, on_cap_timeout, a);
+        struct timeval tv;
+        tide__timeval(a->deadline - now, &tv);
+        event_add(&a->ev, &tv);
+        TIDE__LIST_APPEND(&g->capped, a);
+        return 0;
+    }
+    event_assign(&a->ev, g->base, -1, 0, tide__group_on_deliver, a);
+    TIDE__LIST_APPEND(&g->pending, a);
+    a->holds_slot = true;
+    g->slots++;
+    tide__group_enter(g);
+    tide__group_dispatch(a, now);
+    tide__group_leave(g);
+    return 0;
+}
+
+int tide_group_acquire(struct tide_group *g, int64_t timeout,
+                       tide_group_acquire_cb cb, void *arg,
+                       struct tide_group_acquire **handle)
+{
+    return start(g, timeout, cb, arg, handle, false, NULL);
+}
+
+int tide_group_retry(struct tide_group *g, struct tide_group_upstream *failed,
+                     int64_t timeout, tide_group_acquire_cb cb, void *arg,
+                     struct tide_group_acquire **handle)
+{
+    return start(g, timeout, cb, arg, handle, true, failed);
+}
+
+int tide_group_try_acquire(struct tide_group *g, struct tide_group_upstream **u,
+                           void **resource)
+{
+    if (u)
+        *u = NULL;
+    if (resource)
+        *resource = NULL;
+    if (!g || !u || !resource)
+        return TIDE_EINVAL;
+    if (g->closing || g->active == 0)
+        return TIDE_ECLOSED;
+    /* no barging past callers waiting for the cap */
+    if (g->capped.count > 0 || (g->cap > 0 && g->slots >= g->cap))
+        return TIDE_EWOULDBLOCK;
+    int64_t now = tide__group_clock();
+    size_t n = tide__group_candidates(g, NULL, now, true);
+    struct tide_group_upstream *up = tide__group_choose(g, n, now);
+    if (!up)
+        return TIDE_EWOULDBLOCK;
+    void *r;
+    int rc = tide_evpool_try_acquire(up->pool, &r);
+    if (rc) /* nothing idle, callers queued, refused: acquire finds out */
+        return TIDE_EWOULDBLOCK;
+    int64_t rnow = tide__group_now(g, now);
+    tide__budget_request(g, rnow);
+    tide__route_lent(up, r, rnow);
+    up->lent++;
+    g->slots++;
+    g->acquires++;
+    g->served++;
+    *u = up;
+    *resource = r;
+    return 0;
+}
+
+void tide_group_cancel(struct tide_group_acquire *a, bool notify)
+{
+    if (!a || a->state == ACQ_DELIVERING)
+        return;
+    struct tide_group *g = a->group;
+    int64_t now = tide__group_clock();
+    tide__group_enter(g);
+    struct tide_group_upstream *u = NULL;
+    switch (a->state) {
+    case ACQ_CAPPED:
+        TIDE__LIST_UNLINK(&g->capped, a);
+        event_del(&a->ev);
+        event_assign(&a->ev, g->base, -1, 0, tide__group_on_deliver, a);
+        TIDE__LIST_APPEND(&g->pending, a);
+        break;
+    case ACQ_AT_POOL:
+        u = a->at;
+        tide__group_probe_done(a, u, now);
+        tide_evpool_cancel(a->pool_handle, false);
+        a->at = NULL;
+        a->pool_handle = NULL;
+        break;
+    case ACQ_READY:
+        /* answered but not delivered: a resource the caller never saw
+         * goes back to its pool as the pool's own cancel would give it,
+         * as if never lent (no loan counted, nothing for reusable() to
+         * judge, no outcome for the breaker) */
+        if (a->status == 0 && a->answered_by) {
+            a->answered_by->lent--;
+            tide__route_ended(a->answered_by, a->resource,
+                              tide__group_now(g, now), false);
+            (void)tide__loan_unseen(a->answered_by->pool, a->resource);
+        }
+        if (a->answered_by)
+            tide__group_unref(a->answered_by);
+        a->answered_by = NULL;
+        a->resource = NULL;
+        break;
+    case ACQ_DELIVERING:
+        break;
+    }
+    if (a->holds_slot) {
+        a->holds_slot = false;
+        tide__group_slot_free(g, now);
+    }
+    if (notify) {
+        a->state = ACQ_READY;
+        a->status = TIDE_ECANCELLED;
+        a->resource = NULL;
+        a->why = (struct tide_why){.message = tide_strerror(TIDE_ECANCELLED)};
+        event_del(&a->ev);
+        event_active(&a->ev, EV_TIMEOUT, 0);
+    } else {
+        TIDE__LIST_UNLINK(&g->pending, a);
+        tide__group_acquire_free(a);
+    }
+    if (u)
+        tide__group_unref(u);
+    tide__group_check_closed(g);
+    tide__group_leave(g);
+}
+
+/* A loan of u ends by `end` (the pool's release, discard, retire,
+ * abandon or stale), and the group's place for it is freed. Its duration
+ * is u's latency when `timed`: a loan abandoned (the borrower's client
+ * left) or stale (closed before any byte) says nothing of how long the
+ * upstream takes. */
+static int give_back(struct tide_group *g, struct tide_group_upstream *u,
+                     void *resource,
+                     int (*end)(struct tide_evpool *p, void *resource),
+                     bool timed)
+{
+    if (!g || !u || !resource || u->group != g)
+        return TIDE_EINVAL;
+    if (!u->pool || u->lent <= 0)
+        return TIDE_EUNKNOWN;
+    int rc = end(u->pool, resource);
+    if (rc < 0)
+        return rc;
+    int64_t now = tide__group_clock();
+    tide__route_ended(u, resource, tide__group_now(g, now), timed);
+    tide__group_enter(g);
+    u->lent--;
+    tide__group_slot_free(g, now);
+    if (tide__group_leave(g))
+        tide__group_upstream_maybe_free(u);
+    return rc; /* 0, or tide_evpool_stale's TIDE_STALE */
+}
+
+int tide_group_release(struct tide_group *g, struct tide_group_upstream *u,
+                       void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_release, true);
+}
+
+int tide_group_discard(struct tide_group *g, struct tide_group_upstream *u,
+                       void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_discard, true);
+}
+
+int tide_group_retire(struct tide_group *g, struct tide_group_upstream *u,
+                      void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_retire, true);
+}
+
+int tide_group_abandon(struct tide_group *g, struct tide_group_upstream *u,
+                       void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_abandon, false);
+}
+
+int tide_group_stale(struct tide_group *g, struct tide_group_upstream *u,
+                     void *resource)
+{
+    return give_back(g, u, resource, tide_evpool_stale, false);
+}
