@@ -11,8 +11,9 @@
  * before, no failure of its own; the command still fails, and may be sent
  * again). Over plain TCP the replies are read from the socket by the
  * client itself, one recv a read: libevent 2.1's bufferevent asks
- * ioctl(FIONREAD) before each of its reads. hiredis's own asynchronous context is not used: in
- * hiredis 0.14 it opens its own socket and cannot adopt a pooled one.
+ * ioctl(FIONREAD) before each of its reads. hiredis's own asynchronous context
+ * is not used: in hiredis 0.14 it opens its own socket and cannot adopt a
+ * pooled one.
  *
  *   struct tide_redis_client *c;
  *   struct tide_redis_options o = {.tcp = {.host = "127.0.0.1", .port = 6379}};
@@ -29,19 +30,49 @@
  * with code TIDE_ESETUP and Redis's own words as the message, which reaches
  * the command that was waiting; the pool's backoff spaces the reconnects.
  *
- * Sessions: each command may run on any pooled connection, so a command
- * that changes its connection's session (SELECT, AUTH, HELLO, RESET, QUIT,
- * SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR, READONLY, READWRITE, ASKING,
- * CLIENT SETNAME, REPLY, TRACKING, CACHING, NO-EVICT, NO-TOUCH, SETINFO,
- * and a MULTI or WATCH its own pipeline does not end with EXEC, DISCARD or
- * UNWATCH) gets its replies as any other, and its connection is then closed
- * rather than lent to the next command (stats.retired). Put what needs the
- * session in one pipeline: {SELECT 2, GET k} reads db 2; a transaction is
- * {MULTI, ..., EXEC}. Pushed messages (pub/sub, MONITOR) are not delivered:
- * only the first reply to each command is. Refused (TIDE_EINVAL, nothing
- * sent), as the client could not answer them: CLIENT REPLY OFF and SKIP
- * (replies are matched to commands by their order) and HELLO with a
- * protocol other than 2 (the reader knows RESP2 only).
+ * Shared connections (auto-pipelining): with pool.limits.streams K above
+ * 1, commands from any number of callers share connections, K commands
+ * or pipelines in flight on each (each holds one loan from the moment it
+ * is lent until its last reply; pool.limits.sharing picks the
+ * connection: TIDE_SHARING_PACK fills one before the next, SPREAD evens
+ * them out; pool.limits.size bounds the connections). What callers issue
+ * in one pass of the loop goes out in one write per connection; Redis
+ * answers a connection's commands in order, and each reply goes to its
+ * own command; a pipeline's commands go out together and in order. A
+ * command past its timeout is answered TIDE_REDIS_ETIMEDOUT at once,
+ * alone: its reply is read and dropped when it comes, and the connection
+ * goes on, unless it owes more than late_max such replies (then it is
+ * given up, and what it carries fails). A connection that breaks fails
+ * every command written on it with the cause (a command that may have
+ * run is never sent twice); commands not yet written go to another
+ * connection. With streams 1 (the pool's preset) every command or
+ * pipeline borrows a connection of its own, as below.
+ *
+ * Which commands take which path (session.c): these take an exclusive
+ * loan, a connection nobody else's commands share while they run, so
+ * they never delay shared commands and no shared command runs in their
+ * session: a pipeline with MULTI or WATCH (even one its EXEC, DISCARD or
+ * UNWATCH ends), a blocking command (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH,
+ * BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, WAIT, WAITAOF, XREAD and XREADGROUP
+ * with BLOCK), tide_redis_subscribe, and every command that changes the
+ * session (below). Every other command shares. Exclusive loans and shared
+ * ones wait in one queue: an exclusive command waits for a connection
+ * with no loan, or for one to be made, within pool.limits.size.
+ *
+ * Sessions: a command that changes its connection's session (SELECT,
+ * AUTH, HELLO, RESET, QUIT, SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR,
+ * READONLY, READWRITE, ASKING, CLIENT SETNAME, REPLY, TRACKING, CACHING,
+ * NO-EVICT, NO-TOUCH, SETINFO, and a MULTI or WATCH its own pipeline does
+ * not end with EXEC, DISCARD or UNWATCH) gets its replies as any other,
+ * and its connection is then closed rather than lent to the next command
+ * (stats.retired). Put what needs the session in one pipeline: {SELECT 2,
+ * GET k} reads db 2; a transaction is {MULTI, ..., EXEC}. Pushed messages
+ * (pub/sub, MONITOR) reach a command only through tide_redis_subscribe:
+ * elsewhere only the first reply to each command is delivered. Refused
+ * (TIDE_EINVAL, nothing sent), as the client could not answer them:
+ * CLIENT REPLY OFF and SKIP (replies are matched to commands by their
+ * order) and HELLO with a protocol other than 2 (the reader knows RESP2
+ * only).
  *
  * Replies: a Redis error reply ("-ERR ...", "-WRONGPASS ...") is a reply:
  * the connection is fine and goes back to the pool, and the command is
@@ -134,6 +165,11 @@ struct tide_redis_options {
     int64_t timeout;
     /* How long a health check's PING may take; preset 1 s. */
     int64_t check_timeout;
+    /* Shared connections (pool.limits.streams above 1): how many late
+     * replies (to commands answered TIDE_REDIS_ETIMEDOUT already) one
+     * connection may owe; one more and it is given up, failing what it
+     * carries. Preset 16. */
+    int64_t late_max;
 };
 
 struct tide_redis_client;
@@ -195,6 +231,42 @@ struct tide_redis_cmd {
 int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
                         const struct tide_redis_cmd *cmds);
 
+/* tide_redis_pipeline with a timeout of its own for these commands (ns;
+ * 0: the client's, TIDE_FOREVER: none), from the call until the last
+ * reply. On a shared connection a command past it is answered
+ * TIDE_REDIS_ETIMEDOUT at once, alone: the others on the connection go on,
+ * and its reply is read and dropped when it comes (see late_max).
+ * TIDE_EINVAL also for a negative timeout. */
+int tide_redis_pipeline_timed(struct tide_redis_client *c, int64_t timeout,
+                              size_t n, const struct tide_redis_cmd *cmds);
+
+/* A subscription: a connection of its own in pub/sub mode. */
+struct tide_redis_subscription;
+
+/* Sends SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE (argv[0], with at least one
+ * channel or pattern) on an exclusive connection, and hands cb every
+ * reply that comes on it: the confirmations (["subscribe", channel, n]),
+ * then each message (["message", channel, data], ["pmessage", pattern,
+ * channel, data]) in the order the server sent them, status 0, until
+ * tide_redis_unsubscribe. The client's timeout bounds the wait for a
+ * connection and the first reply only. When the connection fails, or no
+ * first reply comes in time, cb is called once more with the failure
+ * (reply NULL) and the subscription is over: do not unsubscribe then.
+ * 0 with *out (a handle valid until then); TIDE_EINVAL (NULL client, out
+ * or cb, another command, no channel), TIDE_ENOMEM, the pool's refusal;
+ * *out is NULL on failure. */
+int tide_redis_subscribe(struct tide_redis_client *c, int argc,
+                         const char *const *argv, const size_t *argvlen,
+                         tide_redis_cb cb, void *arg,
+                         struct tide_redis_subscription **out);
+
+/* Ends a subscription: cb is not called again, and its connection is
+ * closed (a connection in pub/sub mode serves no other command; closing
+ * it costs the server nothing an UNSUBSCRIBE would not). Safe from
+ * inside cb. NULL does nothing. */
+void tide_redis_unsubscribe(struct tide_redis_client *c,
+                            struct tide_redis_subscription *sub);
+
 /* What a client has done: its pool's and its factory's counters, and its
  * own. */
 struct tide_redis_stats {
@@ -210,8 +282,15 @@ struct tide_redis_stats {
                                       of a reply, having served before: no
                                       fault (tide_evpool_stale) */
     uint64_t retired;              /* closed: a batch changed the session */
-    uint64_t checks;               /* health-check PINGs */
-    uint64_t check_failures;       /* ... that failed */
+    uint64_t writes;               /* shared connections: writes (each carries
+                                      what callers issued in one loop pass) */
+    uint64_t late;           /* ... commands timed out while lent shared */
+    uint64_t late_replies;   /* ... their replies, read and dropped */
+    uint64_t moved;          /* ... commands sent again on another
+                                connection: theirs broke before any byte of
+                                them was written */
+    uint64_t checks;         /* health-check PINGs */
+    uint64_t check_failures; /* ... that failed */
 };
 
 /* The counters into *out; a NULL client gives zeros, a NULL out is
