@@ -10,7 +10,13 @@
  * its connection and never reaches another command. A batch that leaves
  * the session changed (session.c: SELECT, an open MULTI, SUBSCRIBE ...)
  * closes its connection after its last reply instead of giving it back, so
- * no other command runs in that session. */
+ * no other command runs in that session.
+ *
+ * On a client with shared connections (limits.streams above 1) a batch
+ * that keeps the session goes to link.c instead, on a shared loan; the
+ * rest (session.c's `alone`) take an exclusive loan and run here as
+ * above. A subscription is a batch here whose every reply goes to its
+ * one callback, until tide_redis_unsubscribe retires its connection. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -122,11 +122,11 @@ enum tide_redis_error {
 
 /* A sentence for a person, for the codes above and every tidepool code;
  * never NULL, static storage. */
-const char *tide_redis_strerror(int code);
+TIDE_API const char *tide_redis_strerror(int code);
 /* The code's name ("TIDE_REDIS_ETIMEDOUT", "TIDE_EREFUSED"), for the codes
  * above and every tidepool code (tide_err_name knows only tidepool's);
  * never NULL, static storage. */
-const char *tide_redis_err_name(int code);
+TIDE_API const char *tide_redis_err_name(int code);
 
 /* How the client connects and behaves. Zero fields take the preset; spans
  * are ns. Strings are copied at creation; what is marked borrowed must
@@ -182,15 +182,16 @@ struct tide_redis_client;
  * key that would not load (OpenSSL's error queue names the file and says
  * why: ERR_print_errors_fp(stderr)). *out is NULL on failure when out is
  * not. */
-TIDE_MUST_USE int tide_redis_client_new(struct event_base *base,
-                                        const struct tide_redis_options *o,
-                                        struct tide_redis_client **out);
+TIDE_API TIDE_MUST_USE int
+tide_redis_client_new(struct event_base *base,
+                      const struct tide_redis_options *o,
+                      struct tide_redis_client **out);
 
 /* Frees the client, its pool and its connections. Commands not yet
  * answered are dropped without callbacks (as tide_evpool_free drops its
  * waiters). Safe from inside a command's callback: it completes when that
  * callback returns. NULL is ignored. */
-void tide_redis_client_free(struct tide_redis_client *c);
+TIDE_API void tide_redis_client_free(struct tide_redis_client *c);
 
 /* The answer to one command. status 0 with the reply; TIDE_REDIS_EREPLY
  * with the error reply (its text is also the message); any other code with
@@ -210,9 +211,9 @@ typedef void (*tide_redis_cb)(struct tide_redis_client *c, int status,
  * argc < 1, a NULL argument, a command the client cannot answer: see
  * Sessions above), TIDE_ENOMEM, or the pool's refusal (TIDE_EQUEUEFULL,
  * TIDE_ECLOSED). */
-int tide_redis_command(struct tide_redis_client *c, int argc,
-                       const char *const *argv, const size_t *argvlen,
-                       tide_redis_cb cb, void *arg);
+TIDE_API int tide_redis_command(struct tide_redis_client *c, int argc,
+                                const char *const *argv, const size_t *argvlen,
+                                tide_redis_cb cb, void *arg);
 
 /* One command of a pipeline, as the arguments of tide_redis_command. */
 struct tide_redis_cmd {
@@ -228,8 +229,8 @@ struct tide_redis_cmd {
  * pipeline. When the connection fails, commands answered already stay
  * answered and the rest get the failure. Returns as tide_redis_command
  * (TIDE_EINVAL also for n < 1 or a bad command, and then none is sent). */
-int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
-                        const struct tide_redis_cmd *cmds);
+TIDE_API int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
+                                 const struct tide_redis_cmd *cmds);
 
 /* tide_redis_pipeline with a timeout of its own for these commands (ns;
  * 0: the client's, TIDE_FOREVER: none), from the call until the last
@@ -237,8 +238,9 @@ int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
  * TIDE_REDIS_ETIMEDOUT at once, alone: the others on the connection go on,
  * and its reply is read and dropped when it comes (see late_max).
  * TIDE_EINVAL also for a negative timeout. */
-int tide_redis_pipeline_timed(struct tide_redis_client *c, int64_t timeout,
-                              size_t n, const struct tide_redis_cmd *cmds);
+TIDE_API int tide_redis_pipeline_timed(struct tide_redis_client *c,
+                                       int64_t timeout, size_t n,
+                                       const struct tide_redis_cmd *cmds);
 
 /* A subscription: a connection of its own in pub/sub mode. */
 struct tide_redis_subscription;
@@ -255,17 +257,18 @@ struct tide_redis_subscription;
  * 0 with *out (a handle valid until then); TIDE_EINVAL (NULL client, out
  * or cb, another command, no channel), TIDE_ENOMEM, the pool's refusal;
  * *out is NULL on failure. */
-int tide_redis_subscribe(struct tide_redis_client *c, int argc,
-                         const char *const *argv, const size_t *argvlen,
-                         tide_redis_cb cb, void *arg,
-                         struct tide_redis_subscription **out);
+TIDE_API int tide_redis_subscribe(struct tide_redis_client *c, int argc,
+                                  const char *const *argv,
+                                  const size_t *argvlen, tide_redis_cb cb,
+                                  void *arg,
+                                  struct tide_redis_subscription **out);
 
 /* Ends a subscription: cb is not called again, and its connection is
  * closed (a connection in pub/sub mode serves no other command; closing
  * it costs the server nothing an UNSUBSCRIBE would not). Safe from
  * inside cb. NULL does nothing. */
-void tide_redis_unsubscribe(struct tide_redis_client *c,
-                            struct tide_redis_subscription *sub);
+TIDE_API void tide_redis_unsubscribe(struct tide_redis_client *c,
+                                     struct tide_redis_subscription *sub);
 
 /* What a client has done: its pool's and its factory's counters, and its
  * own. */
@@ -295,12 +298,13 @@ struct tide_redis_stats {
 
 /* The counters into *out; a NULL client gives zeros, a NULL out is
  * ignored. */
-void tide_redis_client_stats(struct tide_redis_client *c,
-                             struct tide_redis_stats *out);
+TIDE_API void tide_redis_client_stats(struct tide_redis_client *c,
+                                      struct tide_redis_stats *out);
 
 /* The pool under the client (borrowed; lives as long as the client), for
  * its breaker and stats. NULL for NULL. */
-struct tide_evpool *tide_redis_client_pool(struct tide_redis_client *c);
+TIDE_API struct tide_evpool *
+tide_redis_client_pool(struct tide_redis_client *c);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,13 @@
  * (RESET, then AUTH and SELECT again) would cost a round trip; closing costs
  * a connect, and these commands are rare on a shared pool.
  *
+ * On a client whose connections are shared (limits.streams above 1), the
+ * same notes pick the path: a batch with any of these commands, with
+ * MULTI or WATCH (even ended), or with a blocking command (BLPOP, XREAD
+ * BLOCK, WAIT ...) takes an exclusive loan (`alone`), so that no other
+ * caller's command lands inside its transaction or session, or waits
+ * behind its block.
+ *
  * Two kinds of command are refused before anything is sent: those that
  * silence replies (CLIENT REPLY OFF, SKIP), since replies are matched to
  * commands by their order, and HELLO asking for RESP3, which hiredis

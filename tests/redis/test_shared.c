@@ -435,6 +435,77 @@ START_TEST(subscriber_gets_every_message)
 }
 END_TEST
 
+/* Unsubscribing from inside the message callback: no call after it. */
+struct quitter {
+    struct tide_redis_client *c;
+    struct tide_redis_subscription *handle;
+    int calls;
+    int status;
+};
+
+static void quit_on_message(struct tide_redis_client *c, int status,
+                            const struct redisReply *reply, const char *message,
+                            void *arg)
+{
+    (void)reply, (void)message;
+    struct quitter *q = arg;
+    q->calls++;
+    q->status = status;
+    if (status == 0 && q->calls == 2) /* the confirmation, then a message */
+        tide_redis_unsubscribe(c, q->handle);
+}
+
+static bool quitter_called_twice(void *arg)
+{
+    return ((struct quitter *)arg)->calls >= 2;
+}
+
+START_TEST(unsubscribe_from_callback)
+{
+    struct tide_redis_options o = shared_options(2, 64);
+    struct tide_redis_client *c = client_new(&o);
+    static struct quitter q;
+    memset(&q, 0, sizeof q);
+    const char *argv[] = {"PSUBSCRIBE", "ne*"};
+    ck_assert_int_eq(
+        tide_redis_subscribe(c, 2, argv, NULL, quit_on_message, &q, &q.handle),
+        0);
+    run_ms(100);
+    ck_assert_int_eq(q.calls, 1);
+    for (int i = 0; i < 3; i++) {
+        struct answer a = CMD(c, "PUBLISH", "news", "x");
+        answer_clear(&a);
+    }
+    ck_assert(run_until(quitter_called_twice, &q, 2000));
+    run_ms(50);
+    ck_assert_int_eq(q.calls, 2);
+    ck_assert_int_eq(q.status, 0);
+    client_end(c);
+}
+END_TEST
+
+/* A subscriber's connection killed by the server: one failure, then
+ * nothing. */
+START_TEST(subscriber_killed_fails_once)
+{
+    struct tide_redis_options o = shared_options(2, 64);
+    struct tide_redis_client *c = client_new(&o);
+    static struct sub s;
+    memset(&s, 0, sizeof s);
+    const char *argv[] = {"SUBSCRIBE", "news"};
+    ck_assert_int_eq(
+        tide_redis_subscribe(c, 2, argv, NULL, on_message, &s, &s.handle), 0);
+    ck_assert(run_until(subscribed, &s, 3000));
+    redisReply *r = redis_admin_command(&rx->server, "CLIENT KILL TYPE pubsub");
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    run_ms(200);
+    ck_assert_int_eq(s.failures, 1);
+    ck_assert_int_eq(s.wrong, 0);
+    client_end(c);
+}
+END_TEST
+
 /* ---- chaos: 50 callers, 200,000 commands, a server in trouble ---- */
 
 #define CHAOS_COMMANDS 200000
@@ -692,6 +763,8 @@ static Suite *suite(void)
     tcase_add_test(tc, blocking_beside_shared);
     tcase_add_test(tc, transaction_alone);
     tcase_add_test(tc, subscriber_gets_every_message);
+    tcase_add_test(tc, unsubscribe_from_callback);
+    tcase_add_test(tc, subscriber_killed_fails_once);
     suite_add_tcase(s, tc);
     TCase *chaos = tcase_create("chaos");
     redis_fixture_add(chaos, 240);
