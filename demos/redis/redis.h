@@ -57,7 +57,10 @@
  * with BLOCK), tide_redis_subscribe, and every command that changes the
  * session (below). Every other command shares. Exclusive loans and shared
  * ones wait in one queue: an exclusive command waits for a connection
- * with no loan, or for one to be made, within pool.limits.size.
+ * with no loan, or for one to be made, within pool.limits.size, and the
+ * commands queued after it wait their turn; so give size room for the
+ * exclusive sessions held at once (subscribers, blocking commands) beside
+ * the shared connections.
  *
  * Sessions: a command that changes its connection's session (SELECT,
  * AUTH, HELLO, RESET, QUIT, SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR,
@@ -114,7 +117,8 @@ enum tide_redis_error {
     /* no whole reply within the command's timeout (waiting for a
      * connection included: then the message says so, and gives the last
      * connect's failure when the last one failed, "Connection refused",
-     * "WRONGPASS ..."): the connection, if any, was discarded */
+     * "WRONGPASS ..."): the connection, if any, was discarded (a shared
+     * one stays: the late reply is read and dropped, see late_max) */
     TIDE_REDIS_ETIMEDOUT = -92,
     /* the client is being freed */
     TIDE_REDIS_ECLOSED = -93,
