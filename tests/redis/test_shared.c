@@ -240,6 +240,57 @@ START_TEST(late_replies_bounded)
 }
 END_TEST
 
+/* ---- a broken connection ---- */
+
+START_TEST(unwritten_commands_move)
+{
+    /* the server closes a connection whose query passes 1 MB: a 32 MB
+     * SET is cut off after what the sockets' buffers took, and the
+     * commands queued behind it never left the client */
+    redisReply *r = redis_admin_command(
+        &rx->server, "CONFIG SET client-query-buffer-limit 1mb");
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    struct tide_redis_options o = shared_options(2, 64);
+    struct tide_redis_client *c = client_new(&o);
+    struct answer a = CMD(c, "PING");
+    answer_clear(&a);
+    size_t big_len = 32u << 20;
+    char *big = malloc(big_len);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'v', big_len);
+    const char *set[] = {"SET", "big", big};
+    size_t set_len[] = {3, 3, big_len};
+    struct answer big_set = {0};
+    ck_assert_int_eq(tide_redis_command(c, 3, set, set_len, record, &big_set),
+                     0);
+    free(big); /* copied */
+    static struct echoes m;
+    memset(&m, 0, sizeof m);
+    m.n = 10;
+    for (int i = 0; i < m.n; i++)
+        send_echo(c, &m.e[i], i);
+    ck_assert(run_until(answered, &big_set, 5000));
+    ck_assert(run_until(echoes_answered, &m, 5000));
+    /* the SET may have run (its bytes went out): it fails */
+    ck_assert_int_ne(big_set.status, 0);
+    ck_assert_int_eq(big_set.calls, 1);
+    answer_clear(&big_set);
+    /* the others went again, on another connection, once */
+    for (int i = 0; i < m.n; i++) {
+        ck_assert_int_eq(m.e[i].a.calls, 1);
+        ck_assert_int_eq(m.e[i].a.status, 0);
+        ck_assert_str_eq(m.e[i].a.str, m.e[i].word);
+        answer_clear(&m.e[i].a);
+    }
+    struct tide_redis_stats s = stats(c);
+    ck_assert_uint_eq(s.moved, 10);
+    ck_assert_uint_eq(s.pool.broken, 1);
+    ck_assert_uint_eq(s.net.made, 2);
+    client_end(c);
+}
+END_TEST
+
 /* ---- exclusive sessions beside shared commands ---- */
 
 static bool echo_done(void *arg)
@@ -760,6 +811,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pipelines_stay_together);
     tcase_add_test(tc, one_timeout_among_1000);
     tcase_add_test(tc, late_replies_bounded);
+    tcase_add_test(tc, unwritten_commands_move);
     tcase_add_test(tc, blocking_beside_shared);
     tcase_add_test(tc, transaction_alone);
     tcase_add_test(tc, subscriber_gets_every_message);
