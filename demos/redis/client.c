@@ -224,6 +224,7 @@ static void destroy(struct tide_redis_client *c)
     /* commands first (they hold loans), then the pool, which destroys
      * every connection it made except those in a check: those it leaves
      * to the check's answer, given before the factory goes */
+    tide__redis_links_end(c);
     tide__redis_batches_end(c);
     tide_evpool_free(c->pool);
     tide__redis_checks_end(c);
@@ -250,8 +251,9 @@ void tide__redis_leave(struct tide_redis_client *c)
 static bool valid(const struct tide_redis_options *o)
 {
     return o->db >= 0 && o->timeout >= 0 && o->check_timeout >= 0 &&
-           (!o->user || o->password) && !o->tcp.on_idle_data && !o->tcp.setup &&
-           !o->tcp.setup_arg && !o->tcp.setup_abort;
+           o->late_max >= 0 && (!o->user || o->password) &&
+           !o->tcp.on_idle_data && !o->tcp.setup && !o->tcp.setup_arg &&
+           !o->tcp.setup_abort;
 }
 
 static int open_factory(struct tide_redis_client *c,
@@ -313,6 +315,8 @@ static int client_new(struct event_base *base,
         goto fail;
     wrap(c);
     struct tide_evpool_options po = o->pool;
+    c->shared = po.limits.streams > 1;
+    c->late_max = o->late_max ? (size_t)o->late_max : 16;
     if (po.make_timeout == 0)
         po.make_timeout = TIDE_SEC(15);
     /* failed makes wait out a growing delay, so callers that keep asking

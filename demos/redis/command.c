@@ -10,10 +10,17 @@
  * its connection and never reaches another command. A batch that leaves
  * the session changed (session.c: SELECT, an open MULTI, SUBSCRIBE ...)
  * closes its connection after its last reply instead of giving it back, so
- * no other command runs in that session. */
+ * no other command runs in that session.
+ *
+ * On a client with shared connections (limits.streams above 1) a batch
+ * that keeps the session goes to link.c instead, on a shared loan; the
+ * rest (session.c's `alone`) take an exclusive loan and run here as
+ * above. A subscription is a batch here whose every reply goes to its
+ * one callback, until tide_redis_unsubscribe retires its connection. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <errno.h>
 #include <sys/socket.h>
@@ -23,37 +30,6 @@
 #include <event2/bufferevent_ssl.h>
 
 #include "redis_internal.h"
-
-struct slot {
-    tide_redis_cb cb;
-    void *arg;
-};
-
-struct tide__redis_batch {
-    struct tide__redis_batch *prev, *next;
-    struct tide_redis_client *client;
-    struct tide_acquire *acquire; /* while waiting for a connection */
-    struct bufferevent *bev;      /* while lent */
-    redisReader *reader;          /* while lent */
-    struct event timer;
-    bool timed;  /* timer pending */
-    /* A plain TCP connection's replies are read from its socket by the
-     * batch (raw), not through the bufferevent: libevent 2.1's
-     * evbuffer_read asks ioctl(FIONREAD) before every read, whatever the
-     * bufferevent's read limit, to size it; a recv into a buffer of our
-     * own is the read alone. The bufferevent still writes and reports
-     * write failures. TLS goes through it (OpenSSL reads the socket). */
-    bool raw;
-    bool drained;    /* raw: the last read came short of its room */
-    bool any_byte;   /* a byte of a reply came */
-    struct event rd; /* raw: EV_READ, persistent */
-    bool keep;   /* the session is as the setup left it after the batch */
-    size_t n;    /* commands */
-    size_t done; /* answered */
-    size_t len;  /* of resp */
-    char *resp;  /* the commands in RESP, after the slots */
-    struct slot slots[];
-};
 
 /* ---- ending a batch ----------------------------------------------------- */
 
@@ -139,8 +115,14 @@ static void batch_free(struct tide__redis_batch *b)
 static void answer(struct tide__redis_batch *b, int status,
                    const redisReply *reply, const char *message)
 {
+    tide__redis_answer(b, status, reply, message);
+}
+
+void tide__redis_answer(struct tide__redis_batch *b, int status,
+                        const redisReply *reply, const char *message)
+{
     struct tide_redis_client *c = b->client;
-    struct slot *s = &b->slots[b->done++];
+    struct tide__redis_slot *s = &b->slots[b->done++];
     if (reply) {
         c->stats.replies++;
         if (reply->type == REDIS_REPLY_ERROR)
@@ -168,6 +150,7 @@ static void fail_as(struct tide__redis_batch *b, int code, const char *message,
              message ? message : tide_redis_strerror(code));
     retire(b);
     end_loan(b, how);
+    b->delivering = true; /* an unsubscribe from the callback: no more */
     while (b->done < b->n && !c->dying)
         answer(b, code, NULL, text);
     batch_free(b);
@@ -185,8 +168,7 @@ static void fail_closed(struct tide__redis_batch *b, short what)
     char text[256];
     int code = tide_net_event_error(b->bev, what, NULL, text, sizeof text);
     bool closed = !(what & BEV_EVENT_TIMEOUT);
-    fail_as(b, code, text,
-            closed && !b->any_byte ? LOAN_STALE : LOAN_DISCARD);
+    fail_as(b, code, text, closed && !b->any_byte ? LOAN_STALE : LOAN_DISCARD);
 }
 
 /* ---- the exchange ------------------------------------------------------- */
@@ -198,6 +180,21 @@ static bool deliver(struct tide__redis_batch *b, redisReply *reply)
     struct tide_redis_client *c = b->client;
     int status = reply->type == REDIS_REPLY_ERROR ? TIDE_REDIS_EREPLY : 0;
     const char *message = status ? reply->str : NULL;
+    if (b->stream) {
+        /* a subscription: every reply is its callback's, the first ends
+         * the command's timeout; the loan lasts until the unsubscribe */
+        stop_timer(b);
+        c->stats.replies++;
+        b->delivering = true;
+        b->slots[0].cb(c, status, reply, message, b->slots[0].arg);
+        b->delivering = false;
+        freeReplyObject(reply);
+        if (b->unsubscribed) {
+            tide_redis_unsubscribe(c, (struct tide_redis_subscription *)b);
+            return false;
+        }
+        return !c->dying;
+    }
     if (b->done + 1 < b->n) {
         answer(b, status, reply, message);
         freeReplyObject(reply);
@@ -298,11 +295,16 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     b->timed = false;
     /* still waiting for a connection: the pool's own timeout, given the
      * same span when the command was queued, answers now, and says why
-     * the wait was in vain (the last connect's failure) */
-    if (b->acquire)
+     * the wait was in vain (the last connect's failure); a command sent
+     * again after its connection broke waits on a later timer, so its
+     * own answers now */
+    if (b->acquire && !b->moved)
         return;
     tide__redis_enter(c);
-    fail(b, TIDE_REDIS_ETIMEDOUT, NULL);
+    if (b->link)
+        tide__redis_link_timeout(b); /* the connection stays */
+    else
+        fail(b, TIDE_REDIS_ETIMEDOUT, NULL);
     tide__redis_leave(c);
 }
 
@@ -321,8 +323,7 @@ static int start(struct tide__redis_batch *b, struct bufferevent *bev)
     if (b->raw) {
         /* ours added before the bufferevent's read event is removed: the
          * socket's read interest stays in epoll, no epoll_ctl */
-        event_assign(&b->rd, c->base, fd, EV_READ | EV_PERSIST, on_raw_read,
-                     b);
+        event_assign(&b->rd, c->base, fd, EV_READ | EV_PERSIST, on_raw_read, b);
         event_add(&b->rd, NULL);
         bufferevent_disable(bev, EV_READ);
         bufferevent_setcb(bev, NULL, NULL, on_event, b);
@@ -336,8 +337,8 @@ static int start(struct tide__redis_batch *b, struct bufferevent *bev)
         ssize_t k = send(fd, b->resp, b->len, MSG_NOSIGNAL);
         sent = k > 0 ? (size_t)k : 0;
     }
-    if (sent < b->len && bufferevent_write(bev, b->resp + sent,
-                                           b->len - sent) != 0)
+    if (sent < b->len &&
+        bufferevent_write(bev, b->resp + sent, b->len - sent) != 0)
         return TIDE_ENOMEM;
     return 0;
 }
@@ -355,7 +356,7 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
          * more than on the timeout it ended in */
         char text[320];
         snprintf(text, sizeof text, "%s%s%s",
-                 c->timeout == TIDE_FOREVER
+                 b->timeout == TIDE_FOREVER
                      ? "no connection within the pool's acquire_timeout"
                      : "no connection within the command's timeout",
                  why->make_error ? "; the last connect failed: " : "",
@@ -363,11 +364,16 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
         fail(b, TIDE_REDIS_ETIMEDOUT, text);
     } else if (status != 0) {
         fail(b, status, why->message);
-    } else if (c->timeout != TIDE_FOREVER && !b->timed) {
+    } else if (b->timeout != TIDE_FOREVER && !b->timed) {
         /* lent in the pass of the loop in which the command's timer ran
          * out (and left the wait to the pool): nothing was sent on it */
         (void)tide_evpool_release(c->pool, resource);
         fail(b, TIDE_REDIS_ETIMEDOUT, NULL);
+    } else if (!b->alone && c->shared) {
+        if (tide__redis_link_attach(b, resource) != 0) {
+            (void)tide_evpool_discard(c->pool, resource);
+            fail(b, TIDE_ENOMEM, NULL);
+        }
     } else if (start(b, resource) != 0)
         fail(b, TIDE_ENOMEM, NULL);
     tide__redis_leave(c);
@@ -385,80 +391,138 @@ static bool cmd_valid(const struct tide_redis_cmd *cmd)
     return tide__redis_answerable(cmd->argc, cmd->argv, cmd->argvlen);
 }
 
-int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
-                        const struct tide_redis_cmd *cmds)
+/* Asks the pool for a connection: at once when one is free (try_acquire
+ * never barges past queued callers, and saves a pass of the loop per
+ * command), else queued. Nothing calls back from here: a failure is
+ * returned, with b holding no loan. */
+int tide__redis_batch_send(struct tide__redis_batch *b)
 {
-    if (!c || n < 1 || !cmds || c->dying)
-        return c && c->dying ? TIDE_REDIS_ECLOSED : TIDE_EINVAL;
-    size_t len = 0;
-    if (n >
-        (SIZE_MAX / 2 - sizeof(struct tide__redis_batch)) / sizeof(struct slot))
-        return TIDE_EINVAL;
-    size_t head = sizeof(struct tide__redis_batch) + n * sizeof(struct slot);
-    for (size_t i = 0; i < n; i++) {
-        if (!cmd_valid(&cmds[i]))
-            return TIDE_EINVAL;
-        size_t one =
-            tide__redis_resp_size(cmds[i].argc, cmds[i].argv, cmds[i].argvlen);
-        /* 0: lengths past any memory; then the sum must not wrap either */
-        if (one == 0 || one > SIZE_MAX / 2 - head - len)
-            return TIDE_EINVAL;
-        len += one;
-    }
-    struct tide__redis_batch *b = malloc(head + len);
-    if (!b)
-        return TIDE_ENOMEM;
-    memset(b, 0, head);
-    b->client = c;
-    b->n = n;
-    b->len = len;
-    b->resp = (char *)b + head;
-    char *at = b->resp;
-    struct tide__redis_session session = {0};
-    for (size_t i = 0; i < n; i++) {
-        at = tide__redis_resp_write(at, cmds[i].argc, cmds[i].argv,
-                                    cmds[i].argvlen);
-        b->slots[i] = (struct slot){.cb = cmds[i].cb, .arg = cmds[i].arg};
-        tide__redis_session_note(&session, cmds[i].argc, cmds[i].argv,
-                                 cmds[i].argvlen);
-    }
-    b->keep = tide__redis_session_clean(&session);
-    /* The fast path: an idle connection now, and nobody queued before us
-     * (try_acquire never barges), saves a pass of the loop per command.
-     * Nothing calls back from here: a failure is returned. */
+    struct tide_redis_client *c = b->client;
     void *bev = NULL;
-    int rc = tide_evpool_try_acquire(c->pool, &bev);
+    int rc = b->alone ? tide_evpool_try_acquire_alone(c->pool, &bev)
+                      : tide_evpool_try_acquire(c->pool, &bev);
+    if (rc == 0 && !b->alone && c->shared) {
+        if ((rc = tide__redis_link_attach(b, bev)) != 0)
+            (void)tide_evpool_discard(c->pool, bev);
+        return rc;
+    }
     if (rc == 0) {
         if ((rc = start(b, bev)) != 0) {
             bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
             raw_end(b, false);
             (void)tide_evpool_discard(c->pool, bev);
             tide__redis_reader_give(c, b->reader, false);
-            batch_free(b);
-            return rc;
+            b->bev = NULL;
+            b->reader = NULL;
         }
-    } else if (rc == TIDE_ECLOSED) {
+        return rc;
+    }
+    if (rc == TIDE_ECLOSED)
+        return rc;
+    /* the pool's timeout is the command's (the pool's own preset when
+     * the command has none): it ends the wait, and the command's timer
+     * the reply */
+    int64_t wait = b->timeout == TIDE_FOREVER ? 0 : b->timeout;
+    return b->alone ? tide_evpool_acquire_alone(c->pool, wait, on_acquired, b,
+                                                &b->acquire)
+                    : tide_evpool_acquire(c->pool, wait, on_acquired, b,
+                                          &b->acquire);
+}
+
+/* A batch of n commands in RESP, not yet on the books; NULL with *rc. */
+static struct tide__redis_batch *batch_new(struct tide_redis_client *c,
+                                           int64_t timeout, size_t n,
+                                           const struct tide_redis_cmd *cmds,
+                                           int *rc)
+{
+    *rc = TIDE_EINVAL;
+    if (!c || n < 1 || !cmds || c->dying || timeout < 0) {
+        if (c && c->dying)
+            *rc = TIDE_REDIS_ECLOSED;
+        return NULL;
+    }
+    size_t len = 0;
+    if (n > (SIZE_MAX / 2 - sizeof(struct tide__redis_batch)) /
+                sizeof(struct tide__redis_slot))
+        return NULL;
+    size_t head =
+        sizeof(struct tide__redis_batch) + n * sizeof(struct tide__redis_slot);
+    for (size_t i = 0; i < n; i++) {
+        if (!cmd_valid(&cmds[i]))
+            return NULL;
+        size_t one =
+            tide__redis_resp_size(cmds[i].argc, cmds[i].argv, cmds[i].argvlen);
+        /* 0: lengths past any memory; then the sum must not wrap either */
+        if (one == 0 || one > SIZE_MAX / 2 - head - len)
+            return NULL;
+        len += one;
+    }
+    struct tide__redis_batch *b = malloc(head + len);
+    if (!b) {
+        *rc = TIDE_ENOMEM;
+        return NULL;
+    }
+    memset(b, 0, head);
+    b->client = c;
+    b->n = n;
+    b->len = len;
+    b->resp = (char *)b + head;
+    b->timeout = timeout ? timeout : c->timeout;
+    char *at = b->resp;
+    struct tide__redis_session session = {0};
+    for (size_t i = 0; i < n; i++) {
+        at = tide__redis_resp_write(at, cmds[i].argc, cmds[i].argv,
+                                    cmds[i].argvlen);
+        b->slots[i] =
+            (struct tide__redis_slot){.cb = cmds[i].cb, .arg = cmds[i].arg};
+        tide__redis_session_note(&session, cmds[i].argc, cmds[i].argv,
+                                 cmds[i].argvlen);
+    }
+    b->keep = tide__redis_session_clean(&session);
+    b->alone = session.alone;
+    *rc = 0;
+    return b;
+}
+
+/* b on the books: asked for a connection, its timer running. */
+static int batch_go(struct tide__redis_batch *b)
+{
+    struct tide_redis_client *c = b->client;
+    int rc = tide__redis_batch_send(b);
+    if (rc != 0) {
         batch_free(b);
         return rc;
-    } else {
-        /* the pool's timeout is the command's (the pool's own preset
-         * when the command has none): it ends the wait, and the client's
-         * timer the reply */
-        int64_t wait = c->timeout == TIDE_FOREVER ? 0 : c->timeout;
-        rc = tide_evpool_acquire(c->pool, wait, on_acquired, b, &b->acquire);
-        if (rc != 0) {
-            batch_free(b);
-            return rc;
-        }
     }
     TIDE_DEMO_LINK(&c->batches, b);
-    if (c->timeout != TIDE_FOREVER) {
+    if (b->timeout != TIDE_FOREVER) {
+        /* the client's span is libevent's common timeout (a queue, not
+         * the heap); another is a timer of its own */
+        if (b->timeout == c->timeout) {
+            b->tv = c->timeout_tv;
+        } else {
+            b->span = tide__redis_tv(b->timeout);
+            b->tv = &b->span;
+        }
         event_assign(&b->timer, c->base, -1, 0, on_timeout, b);
-        event_add(&b->timer, c->timeout_tv);
+        event_add(&b->timer, b->tv);
         b->timed = true;
     }
-    c->stats.commands += n;
+    c->stats.commands += b->n;
     return 0;
+}
+
+int tide_redis_pipeline_timed(struct tide_redis_client *c, int64_t timeout,
+                              size_t n, const struct tide_redis_cmd *cmds)
+{
+    int rc;
+    struct tide__redis_batch *b = batch_new(c, timeout, n, cmds, &rc);
+    return b ? batch_go(b) : rc;
+}
+
+int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
+                        const struct tide_redis_cmd *cmds)
+{
+    return tide_redis_pipeline_timed(c, 0, n, cmds);
 }
 
 int tide_redis_command(struct tide_redis_client *c, int argc,
@@ -467,7 +531,74 @@ int tide_redis_command(struct tide_redis_client *c, int argc,
 {
     struct tide_redis_cmd cmd = {
         .argc = argc, .argv = argv, .argvlen = argvlen, .cb = cb, .arg = arg};
-    return tide_redis_pipeline(c, 1, &cmd);
+    return tide_redis_pipeline_timed(c, 0, 1, &cmd);
+}
+
+static bool subscribes(const struct tide_redis_cmd *cmd)
+{
+    static const char *const words[] = {"SUBSCRIBE", "PSUBSCRIBE",
+                                        "SSUBSCRIBE"};
+    if (cmd->argc < 2 || !cmd->argv || !cmd->argv[0])
+        return false;
+    size_t len = tide__redis_arg_len(cmd->argv, cmd->argvlen, 0);
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (len == strlen(words[i]) &&
+            strncasecmp(cmd->argv[0], words[i], len) == 0)
+            return true;
+    return false;
+}
+
+int tide_redis_subscribe(struct tide_redis_client *c, int argc,
+                         const char *const *argv, const size_t *argvlen,
+                         tide_redis_cb cb, void *arg,
+                         struct tide_redis_subscription **out)
+{
+    struct tide_redis_cmd cmd = {
+        .argc = argc, .argv = argv, .argvlen = argvlen, .cb = cb, .arg = arg};
+    if (out)
+        *out = NULL;
+    if (!out || !subscribes(&cmd))
+        return TIDE_EINVAL;
+    int rc;
+    struct tide__redis_batch *b = batch_new(c, 0, 1, &cmd, &rc);
+    if (!b)
+        return rc;
+    b->stream = true;
+    b->alone = true;
+    b->keep = false;
+    if ((rc = batch_go(b)) != 0)
+        return rc;
+    *out = (struct tide_redis_subscription *)(void *)b;
+    return 0;
+}
+
+void tide_redis_unsubscribe(struct tide_redis_client *c,
+                            struct tide_redis_subscription *sub)
+{
+    struct tide__redis_batch *b = (struct tide__redis_batch *)(void *)sub;
+    if (!c || !b)
+        return;
+    if (b->delivering) { /* inside its own callback: when it returns */
+        b->unsubscribed = true;
+        return;
+    }
+    retire(b);
+    /* the connection is in pub/sub mode: closed, the server did nothing
+     * wrong */
+    end_loan(b, LOAN_RETIRE);
+    batch_free(b);
+}
+
+void tide__redis_batch_fail(struct tide__redis_batch *b, int code,
+                            const char *message)
+{
+    fail_as(b, code, message, LOAN_DISCARD);
+}
+
+void tide__redis_batch_drop(struct tide__redis_batch *b)
+{
+    retire(b);
+    batch_free(b);
 }
 
 void tide__redis_batches_end(struct tide_redis_client *c)

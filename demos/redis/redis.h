@@ -11,8 +11,9 @@
  * before, no failure of its own; the command still fails, and may be sent
  * again). Over plain TCP the replies are read from the socket by the
  * client itself, one recv a read: libevent 2.1's bufferevent asks
- * ioctl(FIONREAD) before each of its reads. hiredis's own asynchronous context is not used: in
- * hiredis 0.14 it opens its own socket and cannot adopt a pooled one.
+ * ioctl(FIONREAD) before each of its reads. hiredis's own asynchronous context
+ * is not used: in hiredis 0.14 it opens its own socket and cannot adopt a
+ * pooled one.
  *
  *   struct tide_redis_client *c;
  *   struct tide_redis_options o = {.tcp = {.host = "127.0.0.1", .port = 6379}};
@@ -29,19 +30,52 @@
  * with code TIDE_ESETUP and Redis's own words as the message, which reaches
  * the command that was waiting; the pool's backoff spaces the reconnects.
  *
- * Sessions: each command may run on any pooled connection, so a command
- * that changes its connection's session (SELECT, AUTH, HELLO, RESET, QUIT,
- * SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR, READONLY, READWRITE, ASKING,
- * CLIENT SETNAME, REPLY, TRACKING, CACHING, NO-EVICT, NO-TOUCH, SETINFO,
- * and a MULTI or WATCH its own pipeline does not end with EXEC, DISCARD or
- * UNWATCH) gets its replies as any other, and its connection is then closed
- * rather than lent to the next command (stats.retired). Put what needs the
- * session in one pipeline: {SELECT 2, GET k} reads db 2; a transaction is
- * {MULTI, ..., EXEC}. Pushed messages (pub/sub, MONITOR) are not delivered:
- * only the first reply to each command is. Refused (TIDE_EINVAL, nothing
- * sent), as the client could not answer them: CLIENT REPLY OFF and SKIP
- * (replies are matched to commands by their order) and HELLO with a
- * protocol other than 2 (the reader knows RESP2 only).
+ * Shared connections (auto-pipelining): with pool.limits.streams K above
+ * 1, commands from any number of callers share connections, K commands
+ * or pipelines in flight on each (each holds one loan from the moment it
+ * is lent until its last reply; pool.limits.sharing picks the
+ * connection: TIDE_SHARING_PACK fills one before the next, SPREAD evens
+ * them out; pool.limits.size bounds the connections). What callers issue
+ * in one pass of the loop goes out in one write per connection; Redis
+ * answers a connection's commands in order, and each reply goes to its
+ * own command; a pipeline's commands go out together and in order. A
+ * command past its timeout is answered TIDE_REDIS_ETIMEDOUT at once,
+ * alone: its reply is read and dropped when it comes, and the connection
+ * goes on, unless it owes more than late_max such replies (then it is
+ * given up, and what it carries fails). A connection that breaks fails
+ * every command written on it with the cause (a command that may have
+ * run is never sent twice); commands not yet written go to another
+ * connection. With streams 1 (the pool's preset) every command or
+ * pipeline borrows a connection of its own, as below.
+ *
+ * Which commands take which path (session.c): these take an exclusive
+ * loan, a connection nobody else's commands share while they run, so
+ * they never delay shared commands and no shared command runs in their
+ * session: a pipeline with MULTI or WATCH (even one its EXEC, DISCARD or
+ * UNWATCH ends), a blocking command (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH,
+ * BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, WAIT, WAITAOF, XREAD and XREADGROUP
+ * with BLOCK), tide_redis_subscribe, and every command that changes the
+ * session (below). Every other command shares. Exclusive loans and shared
+ * ones wait in one queue: an exclusive command waits for a connection
+ * with no loan, or for one to be made, within pool.limits.size, and the
+ * commands queued after it wait their turn; so give size room for the
+ * exclusive sessions held at once (subscribers, blocking commands) beside
+ * the shared connections.
+ *
+ * Sessions: a command that changes its connection's session (SELECT,
+ * AUTH, HELLO, RESET, QUIT, SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR,
+ * READONLY, READWRITE, ASKING, CLIENT SETNAME, REPLY, TRACKING, CACHING,
+ * NO-EVICT, NO-TOUCH, SETINFO, and a MULTI or WATCH its own pipeline does
+ * not end with EXEC, DISCARD or UNWATCH) gets its replies as any other,
+ * and its connection is then closed rather than lent to the next command
+ * (stats.retired). Put what needs the session in one pipeline: {SELECT 2,
+ * GET k} reads db 2; a transaction is {MULTI, ..., EXEC}. Pushed messages
+ * (pub/sub, MONITOR) reach a command only through tide_redis_subscribe:
+ * elsewhere only the first reply to each command is delivered. Refused
+ * (TIDE_EINVAL, nothing sent), as the client could not answer them:
+ * CLIENT REPLY OFF and SKIP (replies are matched to commands by their
+ * order) and HELLO with a protocol other than 2 (the reader knows RESP2
+ * only).
  *
  * Replies: a Redis error reply ("-ERR ...", "-WRONGPASS ...") is a reply:
  * the connection is fine and goes back to the pool, and the command is
@@ -83,7 +117,8 @@ enum tide_redis_error {
     /* no whole reply within the command's timeout (waiting for a
      * connection included: then the message says so, and gives the last
      * connect's failure when the last one failed, "Connection refused",
-     * "WRONGPASS ..."): the connection, if any, was discarded */
+     * "WRONGPASS ..."): the connection, if any, was discarded (a shared
+     * one stays: the late reply is read and dropped, see late_max) */
     TIDE_REDIS_ETIMEDOUT = -92,
     /* the client is being freed */
     TIDE_REDIS_ECLOSED = -93,
@@ -91,11 +126,11 @@ enum tide_redis_error {
 
 /* A sentence for a person, for the codes above and every tidepool code;
  * never NULL, static storage. */
-const char *tide_redis_strerror(int code);
+TIDE_API const char *tide_redis_strerror(int code);
 /* The code's name ("TIDE_REDIS_ETIMEDOUT", "TIDE_EREFUSED"), for the codes
  * above and every tidepool code (tide_err_name knows only tidepool's);
  * never NULL, static storage. */
-const char *tide_redis_err_name(int code);
+TIDE_API const char *tide_redis_err_name(int code);
 
 /* How the client connects and behaves. Zero fields take the preset; spans
  * are ns. Strings are copied at creation; what is marked borrowed must
@@ -134,6 +169,11 @@ struct tide_redis_options {
     int64_t timeout;
     /* How long a health check's PING may take; preset 1 s. */
     int64_t check_timeout;
+    /* Shared connections (pool.limits.streams above 1): how many late
+     * replies (to commands answered TIDE_REDIS_ETIMEDOUT already) one
+     * connection may owe; one more and it is given up, failing what it
+     * carries. Preset 16. */
+    int64_t late_max;
 };
 
 struct tide_redis_client;
@@ -146,15 +186,16 @@ struct tide_redis_client;
  * key that would not load (OpenSSL's error queue names the file and says
  * why: ERR_print_errors_fp(stderr)). *out is NULL on failure when out is
  * not. */
-TIDE_MUST_USE int tide_redis_client_new(struct event_base *base,
-                                        const struct tide_redis_options *o,
-                                        struct tide_redis_client **out);
+TIDE_API TIDE_MUST_USE int
+tide_redis_client_new(struct event_base *base,
+                      const struct tide_redis_options *o,
+                      struct tide_redis_client **out);
 
 /* Frees the client, its pool and its connections. Commands not yet
  * answered are dropped without callbacks (as tide_evpool_free drops its
  * waiters). Safe from inside a command's callback: it completes when that
  * callback returns. NULL is ignored. */
-void tide_redis_client_free(struct tide_redis_client *c);
+TIDE_API void tide_redis_client_free(struct tide_redis_client *c);
 
 /* The answer to one command. status 0 with the reply; TIDE_REDIS_EREPLY
  * with the error reply (its text is also the message); any other code with
@@ -174,9 +215,9 @@ typedef void (*tide_redis_cb)(struct tide_redis_client *c, int status,
  * argc < 1, a NULL argument, a command the client cannot answer: see
  * Sessions above), TIDE_ENOMEM, or the pool's refusal (TIDE_EQUEUEFULL,
  * TIDE_ECLOSED). */
-int tide_redis_command(struct tide_redis_client *c, int argc,
-                       const char *const *argv, const size_t *argvlen,
-                       tide_redis_cb cb, void *arg);
+TIDE_API int tide_redis_command(struct tide_redis_client *c, int argc,
+                                const char *const *argv, const size_t *argvlen,
+                                tide_redis_cb cb, void *arg);
 
 /* One command of a pipeline, as the arguments of tide_redis_command. */
 struct tide_redis_cmd {
@@ -192,8 +233,46 @@ struct tide_redis_cmd {
  * pipeline. When the connection fails, commands answered already stay
  * answered and the rest get the failure. Returns as tide_redis_command
  * (TIDE_EINVAL also for n < 1 or a bad command, and then none is sent). */
-int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
-                        const struct tide_redis_cmd *cmds);
+TIDE_API int tide_redis_pipeline(struct tide_redis_client *c, size_t n,
+                                 const struct tide_redis_cmd *cmds);
+
+/* tide_redis_pipeline with a timeout of its own for these commands (ns;
+ * 0: the client's, TIDE_FOREVER: none), from the call until the last
+ * reply. On a shared connection a command past it is answered
+ * TIDE_REDIS_ETIMEDOUT at once, alone: the others on the connection go on,
+ * and its reply is read and dropped when it comes (see late_max).
+ * TIDE_EINVAL also for a negative timeout. */
+TIDE_API int tide_redis_pipeline_timed(struct tide_redis_client *c,
+                                       int64_t timeout, size_t n,
+                                       const struct tide_redis_cmd *cmds);
+
+/* A subscription: a connection of its own in pub/sub mode. */
+struct tide_redis_subscription;
+
+/* Sends SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE (argv[0], with at least one
+ * channel or pattern) on an exclusive connection, and hands cb every
+ * reply that comes on it: the confirmations (["subscribe", channel, n]),
+ * then each message (["message", channel, data], ["pmessage", pattern,
+ * channel, data]) in the order the server sent them, status 0, until
+ * tide_redis_unsubscribe. The client's timeout bounds the wait for a
+ * connection and the first reply only. When the connection fails, or no
+ * first reply comes in time, cb is called once more with the failure
+ * (reply NULL) and the subscription is over: do not unsubscribe then.
+ * 0 with *out (a handle valid until then); TIDE_EINVAL (NULL client, out
+ * or cb, another command, no channel), TIDE_ENOMEM, the pool's refusal;
+ * *out is NULL on failure. */
+TIDE_API int tide_redis_subscribe(struct tide_redis_client *c, int argc,
+                                  const char *const *argv,
+                                  const size_t *argvlen, tide_redis_cb cb,
+                                  void *arg,
+                                  struct tide_redis_subscription **out);
+
+/* Ends a subscription: cb is not called again, and its connection is
+ * closed (a connection in pub/sub mode serves no other command; closing
+ * it costs the server nothing an UNSUBSCRIBE would not). Safe from
+ * inside cb. NULL does nothing. */
+TIDE_API void tide_redis_unsubscribe(struct tide_redis_client *c,
+                                     struct tide_redis_subscription *sub);
 
 /* What a client has done: its pool's and its factory's counters, and its
  * own. */
@@ -210,18 +289,26 @@ struct tide_redis_stats {
                                       of a reply, having served before: no
                                       fault (tide_evpool_stale) */
     uint64_t retired;              /* closed: a batch changed the session */
-    uint64_t checks;               /* health-check PINGs */
-    uint64_t check_failures;       /* ... that failed */
+    uint64_t writes;               /* shared connections: writes (each carries
+                                      what callers issued in one loop pass) */
+    uint64_t late;           /* ... commands timed out while lent shared */
+    uint64_t late_replies;   /* ... their replies, read and dropped */
+    uint64_t moved;          /* ... commands sent again on another
+                                connection: theirs broke before any byte of
+                                them was written */
+    uint64_t checks;         /* health-check PINGs */
+    uint64_t check_failures; /* ... that failed */
 };
 
 /* The counters into *out; a NULL client gives zeros, a NULL out is
  * ignored. */
-void tide_redis_client_stats(struct tide_redis_client *c,
-                             struct tide_redis_stats *out);
+TIDE_API void tide_redis_client_stats(struct tide_redis_client *c,
+                                      struct tide_redis_stats *out);
 
 /* The pool under the client (borrowed; lives as long as the client), for
  * its breaker and stats. NULL for NULL. */
-struct tide_evpool *tide_redis_client_pool(struct tide_redis_client *c);
+TIDE_API struct tide_evpool *
+tide_redis_client_pool(struct tide_redis_client *c);
 
 #ifdef __cplusplus
 }

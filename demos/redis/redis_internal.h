@@ -29,6 +29,7 @@ struct evbuffer;
 #endif
 
 struct tide__redis_batch;
+struct tide__redis_link;
 struct tide__redis_check;
 struct tide__redis_setup;
 
@@ -50,7 +51,14 @@ struct tide_redis_client {
     int db;       /* SELECT when > 0 */
     bool no_ping; /* no PING in a setup with nothing else to say */
 
+    /* limits.streams above 1: commands that keep the session share
+     * connections (link.c); the rest take exclusive loans */
+    bool shared;
+    /* late replies a shared connection may owe before it is given up */
+    size_t late_max;
+
     struct tide__redis_batch *batches; /* unanswered, waiting or lent */
+    struct tide__redis_link *links;    /* shared connections with loans */
     struct tide__redis_check *checks;  /* PINGs in flight */
     struct tide__redis_setup *setups;  /* opening exchanges in flight */
 
@@ -130,6 +138,85 @@ void tide__redis_setup_abort(struct tide_net_setup *token, void *arg);
 /* Drops every unanswered command without callbacks, at free. */
 void tide__redis_batches_end(struct tide_redis_client *c);
 
+/* ---- batches: one command or pipeline, one loan ---- */
+
+struct tide__redis_slot {
+    tide_redis_cb cb;
+    void *arg;
+};
+
+struct tide__redis_batch {
+    struct tide__redis_batch *prev, *next; /* the client's batches */
+    struct tide_redis_client *client;
+    struct tide_acquire *acquire; /* while waiting for a connection */
+    struct bufferevent *bev;      /* while lent alone */
+    redisReader *reader;          /* while lent alone */
+    struct event timer;
+    bool timed; /* timer pending */
+    /* A plain TCP connection's replies are read from its socket by the
+     * batch (raw), not through the bufferevent: libevent 2.1's
+     * evbuffer_read asks ioctl(FIONREAD) before every read, whatever the
+     * bufferevent's read limit, to size it; a recv into a buffer of our
+     * own is the read alone. The bufferevent still writes and reports
+     * write failures. TLS goes through it (OpenSSL reads the socket). */
+    bool raw;
+    bool drained;    /* raw: the last read came short of its room */
+    bool any_byte;   /* a byte of a reply came */
+    struct event rd; /* raw: EV_READ, persistent */
+    bool keep;       /* the session is as the setup left it after the batch */
+    bool alone;      /* needs an exclusive loan (session.c) */
+    /* A subscription: every reply goes to the one callback, for as long
+     * as the loan lasts (tide_redis_subscribe) */
+    bool stream;
+    bool delivering;   /* stream: inside its callback */
+    bool unsubscribed; /* stream: asked from inside its callback */
+    /* shared loans (link.c) */
+    struct tide__redis_link *link;    /* while lent shared */
+    struct tide__redis_batch *queued; /* next in its link's order */
+    uint64_t from;                    /* its first byte in the link's stream */
+    size_t got;                       /* replies read */
+    bool late;       /* answered by its timeout; its replies are still owed */
+    bool moved;      /* sent again after its connection broke unwritten */
+    int64_t timeout; /* ns, TIDE_FOREVER for none */
+    const struct timeval *tv; /* the timer's span: the client's common
+                                 one, or span */
+    struct timeval span;
+    size_t n;    /* commands */
+    size_t done; /* answered */
+    size_t len;  /* of resp */
+    char *resp;  /* the commands in RESP, after the slots */
+    struct tide__redis_slot slots[];
+};
+
+/* Answers b's next command (status, reply, message), counted. */
+void tide__redis_answer(struct tide__redis_batch *b, int status,
+                        const redisReply *reply, const char *message);
+/* Asks for a connection for b (again, after its connection broke before
+ * any byte of it was written): 0, or the pool's refusal (b untouched). */
+int tide__redis_batch_send(struct tide__redis_batch *b);
+/* Answers b's unanswered commands with code and message, takes it off the
+ * books and frees it; b holds no loan. */
+void tide__redis_batch_fail(struct tide__redis_batch *b, int code,
+                            const char *message);
+/* Takes b off the books (timer, pending acquire, the client's list) and
+ * frees it. */
+void tide__redis_batch_drop(struct tide__redis_batch *b);
+
+/* ---- shared connections (link.c) ---- */
+
+/* b got a shared loan of bev: it joins bev's link (opened with the first
+ * loan) and its bytes go out with the link's next write, in this pass of
+ * the loop. 0, or TIDE_ENOMEM with the loan still b's (the caller ends
+ * it). */
+int tide__redis_link_attach(struct tide__redis_batch *b,
+                            struct bufferevent *bev);
+/* b's timeout ran out while it was lent shared: its commands are answered
+ * TIDE_REDIS_ETIMEDOUT, its replies will be read and dropped. */
+void tide__redis_link_timeout(struct tide__redis_batch *b);
+/* At free: every link stops (no callbacks; the pool destroys the
+ * connections). */
+void tide__redis_links_end(struct tide_redis_client *c);
+
 /* What a batch's commands do to their connection's session (session.c):
  * a transaction or a WATCH still open at its end, or a command that
  * changes the session for good. Noted command by command, in order. */
@@ -137,6 +224,10 @@ struct tide__redis_session {
     bool multi;   /* MULTI not yet ended by EXEC or DISCARD */
     bool watch;   /* WATCH not yet ended by EXEC, DISCARD or UNWATCH */
     bool changed; /* SELECT, AUTH, SUBSCRIBE, CLIENT SETNAME ... */
+    /* cannot share a connection with other callers' commands: a MULTI or
+     * WATCH (even one the batch ends), a blocking command, or any of the
+     * above */
+    bool alone;
 };
 void tide__redis_session_note(struct tide__redis_session *s, int argc,
                               const char *const *argv, const size_t *argvlen);

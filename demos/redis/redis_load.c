@@ -6,6 +6,13 @@
  *              [--name NAME]] [--user U] [--password-file FILE] [--db N]
  *              [-c CONC] [-n COUNT] [-t get|set|ping] [-d BYTES]
  *              [--warmup N] [--seconds S] [--reconnect] [--csv]
+ *              [--streams K [--conns N] [--spread]]
+ *
+ * --streams K shares connections: K commands in flight on each, on at
+ * most N connections (preset CONC), what the callers issue in one pass
+ * written together (demos/redis/redis.h, "Shared connections"); packed
+ * onto the fewest connections, or spread over them. The CSV line ends
+ * with the connections made in all, the warm-up's included.
  *
  * AUTH and SELECT run on every new connection, through the client's own
  * setup: the password is the first line of --password-file, or else
@@ -125,7 +132,8 @@ static void usage_to(FILE *f)
                "(password also from REDIS_PASSWORD)\n"
                "                  [-c CONC] [-n COUNT] [-t get|set|ping] [-d "
                "BYTES] [--warmup N]\n"
-               "                  [--seconds S] [--reconnect] [--csv]\n");
+               "                  [--seconds S] [--reconnect] [--csv]\n"
+               "                  [--streams K [--conns N] [--spread]]\n");
 }
 
 static int usage(void)
@@ -162,6 +170,13 @@ static int help(void)
         "CONC)\n"
         "  --seconds S          the whole run at most S seconds (preset 60)\n"
         "  --reconnect          a new connection for every request\n"
+        "  --streams K          commands in flight on one connection: "
+        "shared\n"
+        "                       connections, auto-pipelined (preset 1: a\n"
+        "                       connection per command)\n"
+        "  --conns N            connections at most (preset CONC)\n"
+        "  --spread             spread commands over the connections "
+        "(preset: pack)\n"
         "  --csv                the figures as one CSV line\n"
         "A run that cannot succeed stops at once with the cause: nothing "
         "listens,\n"
@@ -220,9 +235,17 @@ static bool read_password(const char *path, char *buf, size_t len)
 /* Runs the load once the options are read; the exit code. Everything it
  * makes it frees on every path, so that a run that stops early (a
  * certificate file that is not there) leaves nothing behind either. */
+/* How commands share connections: --streams, --conns, --spread. */
+struct sharing {
+    int streams;
+    int conns; /* 0: CONC */
+    bool spread;
+};
+
 static int run_load(const struct tide_demo_load_args *a, const char *path,
                     const char *upper, bool tls, bool reconnect,
-                    const char *user, const char *password, int db)
+                    const char *user, const char *password, int db,
+                    const struct sharing *sh)
 {
     int exit_code = 1;
     struct tide_demo_load run = {0};
@@ -248,7 +271,11 @@ static int run_load(const struct tide_demo_load_args *a, const char *path,
     struct tide_redis_options o = {
         .tcp = {.host = path ? NULL : a->host, .port = path ? 0 : a->port},
         .tls = tls ? &to : NULL,
-        .pool = {.limits = TIDE_LIMITS(.size = a->conc),
+        .pool = {.limits =
+                     TIDE_LIMITS(.size = sh->conns ? sh->conns : a->conc,
+                                 .streams = sh->streams,
+                                 .sharing = sh->spread ? TIDE_SHARING_SPREAD
+                                                       : TIDE_SHARING_PACK),
                  .retire_after = reconnect ? 1 : 0},
         .user = user,
         .password = password,
@@ -274,10 +301,11 @@ static int run_load(const struct tide_demo_load_args *a, const char *path,
     struct tide_demo_load_figures f = tide_demo_load_figures(&run, s.net.made);
     const char *over = path ? "unix" : tls ? "tls" : "tcp";
     if (a->csv)
-        printf("%s,%s,%d,%ld,%.0f,%.1f,%.1f,%llu,%.3f,%llu,%ld\n", over, upper,
-               a->conc, f.n, f.rate, f.p50 / 1e3, f.p99 / 1e3,
+        printf("%s,%s,%d,%ld,%.0f,%.1f,%.1f,%llu,%.3f,%llu,%ld,%llu\n", over,
+               upper, a->conc, f.n, f.rate, f.p50 / 1e3, f.p99 / 1e3,
                (unsigned long long)f.opened, f.per_k,
-               (unsigned long long)s.net.resumed, run.errors);
+               (unsigned long long)s.net.resumed, run.errors,
+               (unsigned long long)s.net.made);
     else
         printf("%s %s c%d: %ld requests, %.0f requests/s, p50 %.1f us, p99 "
                "%.1f us, %llu connections opened (%.3f per 1,000 requests), "
@@ -306,6 +334,7 @@ int main(int argc, char **argv)
     const char *path = NULL, *op = "get", *user = NULL, *password_file = NULL;
     bool tls = false, reconnect = false;
     int db = 0;
+    struct sharing sh = {.streams = 1};
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0)
             return help();
@@ -317,6 +346,12 @@ int main(int argc, char **argv)
         {.name = "--user", .s = &user},
         {.name = "--password-file", .s = &password_file},
         {.name = "--db", .i = &db, .min = 0, .max = INT32_MAX},
+        {.name = "--streams",
+         .i = &sh.streams,
+         .min = 1,
+         .max = TIDE_STREAMS_MAX},
+        {.name = "--conns", .i = &sh.conns, .min = 1, .max = INT32_MAX},
+        {.name = "--spread", .flag = &sh.spread},
     };
     if (!tide_demo_load_args_read(&a, "redis_load", own,
                                   sizeof own / sizeof own[0], argc, argv))
@@ -351,5 +386,5 @@ int main(int argc, char **argv)
         return usage();
     }
     signal(SIGPIPE, SIG_IGN);
-    return run_load(&a, path, upper, tls, reconnect, user, password, db);
+    return run_load(&a, path, upper, tls, reconnect, user, password, db, &sh);
 }

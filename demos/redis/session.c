@@ -16,6 +16,13 @@
  * (RESET, then AUTH and SELECT again) would cost a round trip; closing costs
  * a connect, and these commands are rare on a shared pool.
  *
+ * On a client whose connections are shared (limits.streams above 1), the
+ * same notes pick the path: a batch with any of these commands, with
+ * MULTI or WATCH (even ended), or with a blocking command (BLPOP, XREAD
+ * BLOCK, WAIT ...) takes an exclusive loan (`alone`), so that no other
+ * caller's command lands inside its transaction or session, or waits
+ * behind its block.
+ *
  * Two kinds of command are refused before anything is sent: those that
  * silence replies (CLIENT REPLY OFF, SKIP), since replies are matched to
  * commands by their order, and HELLO asking for RESP3, which hiredis
@@ -44,6 +51,27 @@ static const char *const changing[] = {
     "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "READONLY",
     "READWRITE", "ASKING",     NULL};
 
+/* Commands that block their connection until something happens (or a
+ * timeout the command gives): on a shared connection every caller's
+ * command behind them would wait as long. */
+static const char *const blocking[] = {
+    "BLPOP",    "BRPOP",  "BLMOVE", "BRPOPLPUSH", "BLMPOP", "BZPOPMIN",
+    "BZPOPMAX", "BZMPOP", "WAIT",   "WAITAOF",    NULL};
+
+/* XREAD and XREADGROUP block only with a BLOCK argument. */
+static bool blocks(int argc, const char *const *argv, const size_t *argvlen)
+{
+    size_t len = tide__redis_arg_len(argv, argvlen, 0);
+    if (any(argv[0], len, blocking))
+        return true;
+    if (!is(argv[0], len, "XREAD") && !is(argv[0], len, "XREADGROUP"))
+        return false;
+    for (int i = 1; i < argc; i++)
+        if (is(argv[i], tide__redis_arg_len(argv, argvlen, i), "BLOCK"))
+            return true;
+    return false;
+}
+
 /* CLIENT's subcommands that do. */
 static const char *const client_changing[] = {"SETNAME", "REPLY",    "TRACKING",
                                               "CACHING", "NO-EVICT", "NO-TOUCH",
@@ -54,8 +82,11 @@ void tide__redis_session_note(struct tide__redis_session *s, int argc,
 {
     size_t len = tide__redis_arg_len(argv, argvlen, 0);
     const char *word = argv[0];
+    if (blocks(argc, argv, argvlen))
+        s->alone = true;
     if (is(word, len, "MULTI")) {
         s->multi = true;
+        s->alone = true;
     } else if (is(word, len, "EXEC") || is(word, len, "DISCARD")) {
         /* either ends the transaction and every WATCH (an EXEC that
          * aborts discards it too) */
@@ -63,14 +94,16 @@ void tide__redis_session_note(struct tide__redis_session *s, int argc,
         s->watch = false;
     } else if (is(word, len, "WATCH")) {
         s->watch = true;
+        s->alone = true;
     } else if (is(word, len, "UNWATCH")) {
         s->watch = false;
     } else if (any(word, len, changing)) {
         s->changed = true;
+        s->alone = true;
     } else if (is(word, len, "CLIENT") && argc > 1) {
         if (any(argv[1], tide__redis_arg_len(argv, argvlen, 1),
                 client_changing))
-            s->changed = true;
+            s->changed = s->alone = true;
     }
 }
 
