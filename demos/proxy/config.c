@@ -32,14 +32,20 @@ void px_config_init(struct px_config *c)
 void px_config_usage(FILE *f)
 {
     fprintf(f,
-            "usage: proxy --listen IP:PORT --upstream [tls://]HOST:PORT "
+            "usage: proxy --listen IP:PORT --upstream [SCHEME://]HOST:PORT "
             "[--upstream ...]\n"
             "  --listen IP:PORT        where clients connect: an IPv4 literal "
             "(required)\n"
-            "  --upstream [tls://]HOST:PORT\n"
+            "  --upstream [SCHEME://]HOST:PORT\n"
             "                          an upstream (up to %d); HOST is an IP "
             "literal\n"
-            "                          ([::1] for IPv6) or a name\n"
+            "                          ([::1] for IPv6) or a name; SCHEME: "
+            "none or\n"
+            "                          http (HTTP/1.1), tls (HTTP/1.1 over "
+            "TLS), h2c\n"
+            "                          (HTTP/2, prior knowledge), h2 (HTTP/2 "
+            "over TLS,\n"
+            "                          ALPN h2)\n"
             "  --pool-size N           connections per upstream (32)\n"
             "  --cap N                 loans across all upstreams (0: none)\n"
             "  --acquire-timeout MS    wait for a connection, then 504 "
@@ -57,8 +63,10 @@ void px_config_usage(FILE *f)
             "                          upstream's keep-alive timeout (60)\n"
             "  --drain-timeout MS      on SIGTERM, exchanges in flight "
             "finish within (10000)\n"
-            "  --ca FILE               CAs trusted for tls:// upstreams\n"
-            "  --insecure              do not verify tls:// upstreams\n"
+            "  --ca FILE               CAs trusted for tls:// and h2:// "
+            "upstreams\n"
+            "  --insecure              do not verify tls:// and h2:// "
+            "upstreams\n"
             "  --breaker-strikes N     failures in a row that open an "
             "upstream's breaker (5)\n"
             "  --breaker-cooldown MS   open breaker's wait before a probe; "
@@ -257,6 +265,31 @@ bool px_config_takes_value(const char *option)
            strcmp(option, "--max-body") == 0 || strcmp(option, "--config") == 0;
 }
 
+/* Reads an upstream's scheme into u (TLS, HTTP/2); returns what follows
+ * it, or NULL for a scheme the proxy does not speak. */
+static const char *upstream_scheme(const char *v, struct px_upstream_arg *u)
+{
+    static const struct {
+        const char *scheme;
+        bool tls, h2;
+    } schemes[] = {
+        {"http://", false, false},
+        {"tls://", true, false},
+        {"h2c://", false, true},
+        {"h2://", true, true},
+    };
+    u->tls = u->h2 = false;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+        size_t n = strlen(schemes[i].scheme);
+        if (strncmp(v, schemes[i].scheme, n) == 0) {
+            u->tls = schemes[i].tls;
+            u->h2 = schemes[i].h2;
+            return v + n;
+        }
+    }
+    return strstr(v, "://") ? NULL : v;
+}
+
 int px_config_options(struct px_config *c, int argc, char *const *argv,
                       char *err, size_t errlen)
 {
@@ -324,9 +357,10 @@ int px_config_options(struct px_config *c, int argc, char *const *argv,
                             "most",
                             v, PX_MAX_UPSTREAMS);
             struct px_upstream_arg *u = &c->ups[c->n_ups];
-            u->tls = strncmp(v, "tls://", 6) == 0;
-            const char *why = host_port(u->tls ? v + 6 : v, u->host,
-                                        sizeof u->host, 1, &u->port);
+            const char *rest = upstream_scheme(v, u);
+            const char *why =
+                rest ? host_port(rest, u->host, sizeof u->host, 1, &u->port)
+                     : "the scheme is none of http://, tls://, h2c://, h2://";
             if (!why && (why = host_wrong(u->host)))
                 return fail(err, errlen, "--upstream: '%s': '%s' is %s", v,
                             u->host, why);
@@ -454,17 +488,34 @@ int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
     for (int i = 0; i < c->n_ups; i++) {
         const struct px_upstream_arg *a = &c->ups[i];
         char name[300];
-        snprintf(name, sizeof name, "%s%s:%d", a->tls ? "tls://" : "", a->host,
-                 a->port);
+        snprintf(name, sizeof name, "%s%s:%d",
+                 a->h2    ? (a->tls ? "h2://" : "h2c://")
+                 : a->tls ? "tls://"
+                          : "",
+                 a->host, a->port);
         struct tide_factory f;
         struct tide_tcp_options t = {.host = a->host,
                                      .port = a->port,
                                      .connect_timeout = c->connect_timeout};
+        if (a->h2) {
+            u->h2[i] = px_h2_upstream_new(a->host, a->port, a->tls);
+            if (!u->h2[i]) {
+                px_upstreams_dispose(u);
+                return fail(err, errlen, "upstream %s: out of memory", name);
+            }
+            px_h2_upstream_setup(u->h2[i], &t);
+        }
+        /* HTTP/2 over TLS is chosen by ALPN, and nothing else will do: a
+         * server that does not pick h2 fails the connect (TIDE_EALPN),
+         * named in the 502 of every request it would have served */
+        static const char *const h2_alpn[] = {"h2", NULL};
         if (a->tls) {
             struct tide_tls_options o = {.tcp = t,
                                          .ca_file = c->ca,
                                          .ca_pem = c->ca_pem,
-                                         .insecure_skip_verify = c->insecure};
+                                         .insecure_skip_verify = c->insecure,
+                                         .alpn = a->h2 ? h2_alpn : NULL,
+                                         .alpn_required = a->h2};
             rc = tide_tls_factory_new(base, &o, &u->tls[i]);
             if (!rc)
                 tide_tls_factory_bind(u->tls[i], &f);
@@ -484,6 +535,12 @@ int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
         }
         struct tide_evpool_options po;
         px_config_pool_options(c, &po);
+        if (a->h2) {
+            /* streams shared on as few connections as will carry them */
+            px_h2_upstream_wrap(u->h2[i], &f, &f);
+            po.limits.streams = px_h2_streams_max();
+            po.limits.sharing = TIDE_SHARING_PACK;
+        }
         struct tide_group_upstream *up;
         rc = tide_group_add(u->group, name, &f, &po, &up);
         if (rc) {
@@ -491,6 +548,8 @@ int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
             px_upstreams_dispose(u);
             return -1;
         }
+        if (a->h2)
+            px_h2_upstream_bind(u->h2[i], tide_group_upstream_pool(up));
     }
     return 0;
 }
@@ -501,6 +560,7 @@ void px_upstreams_dispose(struct px_upstreams *u)
     for (int i = 0; i < PX_MAX_UPSTREAMS; i++) {
         tide_tcp_factory_free(u->tcp[i]);
         tide_tls_factory_free(u->tls[i]);
+        px_h2_upstream_free(u->h2[i]);
     }
     *u = (struct px_upstreams){0};
 }

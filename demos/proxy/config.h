@@ -27,12 +27,14 @@
 #include <tidepool/group.h>
 #include <tidepool/tls.h>
 
+#include "h2.h"
 #include "proxy.h"
 
 #define PX_MAX_UPSTREAMS 32
 
 struct px_upstream_arg {
     bool tls;
+    bool h2;        /* HTTP/2: h2c:// (prior knowledge), h2:// (TLS, ALPN h2) */
     char host[256]; /* an IP literal or a name the TCP factory resolves */
     int port;
 };
@@ -121,6 +123,7 @@ struct px_upstreams {
     struct tide_group *group;
     struct tide_tcp_factory *tcp[PX_MAX_UPSTREAMS];
     struct tide_tls_factory *tls[PX_MAX_UPSTREAMS];
+    struct px_h2_upstream *h2[PX_MAX_UPSTREAMS]; /* HTTP/2 upstreams' */
 };
 
 /* Makes u's group on base (borrowed; must outlive it) with c's upstreams.
