@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <tidepool/tls.h>
 
 /* The most streams the proxy opens on one connection, whatever a server
@@ -96,6 +97,7 @@ struct h2conn {
     struct tide_check *check;     /* a PING in flight */
     struct event ping_timer;
     struct event pull;         /* on_pull */
+    struct px_buf wbuf;        /* conn_pump's frames */
     struct h2stream *streams;  /* streams nghttp2 has not closed yet */
     struct h2conn *next_setup; /* in up->setting_up */
     struct h2conn *prev_setup;
@@ -183,13 +185,28 @@ static void conn_pump(struct h2conn *h)
     }
     h->pump_due = false;
     struct evbuffer *out = bufferevent_get_output(h->bev);
-    while (evbuffer_get_length(out) < H2_OUTPUT_HIGH) {
+    size_t queued = evbuffer_get_length(out);
+    /* the frames of this round in one piece: on plain TCP with nothing
+     * queued before them they go in one send, as an HTTP/1.1 request
+     * does (upstream_write), with no write event added and removed */
+    px_buf_clear(&h->wbuf);
+    while (queued + px_buf_size(&h->wbuf) < H2_OUTPUT_HIGH) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(h->s, &p);
         if (n <= 0)
             break;
-        bufferevent_write(h->bev, p, (size_t)n);
+        px_buf_add(&h->wbuf, (const char *)p, (size_t)n);
     }
+    size_t n = px_buf_size(&h->wbuf), sent = 0;
+    if (n == 0)
+        return;
+    if (!h->up->tls && queued == 0) {
+        ssize_t k = send(bufferevent_getfd(h->bev), px_buf_data(&h->wbuf), n,
+                         MSG_NOSIGNAL);
+        sent = k > 0 ? (size_t)k : 0;
+    }
+    if (sent < n)
+        bufferevent_write(h->bev, px_buf_data(&h->wbuf) + sent, n - sent);
 }
 
 /* ---- a stream's client ---- */
@@ -245,6 +262,10 @@ bool px__h2_give_back(struct client *c, enum give how)
         /* the client leaves first: the RST's frame closes a stream that
          * is nobody's */
         bool reset = c->h2_open && !h->broken && !h->destroy_due;
+        /* what was held back for it opens the connection's window again
+         * (its stream's own is gone with it) */
+        if (c->h2_owed > 0 && !h->broken && !h->destroy_due)
+            nghttp2_session_consume_connection(h->s, c->h2_owed);
         c->h2_open = false;
         stream_unlink(c);
         if (reset) {
@@ -1031,6 +1052,7 @@ static void conn_free(struct h2conn *h)
     setup_unlink(h);
     event_del(&h->ping_timer);
     event_del(&h->pull);
+    px_buf_dispose(&h->wbuf);
     while (h->streams) {
         struct client *c = h->streams->c;
         if (c) {
@@ -1220,6 +1242,9 @@ static void h2_setup(struct tide_net_setup *setup, struct bufferevent *bev,
         up->setting_up->prev_setup = h;
     up->setting_up = h;
     bufferevent_setcb(bev, on_read, on_written, on_event, h);
+    /* libevent 2.1 reads 4 KiB a callback: a read of the many streams'
+     * frames that came together, not one loop round for each few */
+    bufferevent_set_max_single_read(bev, H2_OUTPUT_HIGH);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
     conn_pump(h);
 }

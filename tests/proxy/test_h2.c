@@ -372,28 +372,37 @@ static void load(void *arg)
     close(fd);
 }
 
-struct reload_job {
-    struct nginx *n;
-    int times;
-};
-
-/* Reloads nginx (SIGHUP) every 150 ms: each old worker sends its
- * connections a GOAWAY. */
-static void reloads(void *arg)
+/* Reloads nginx (SIGHUP) three times 150 ms apart (each old worker sends
+ * its connections a GOAWAY), then, 300 ms after, tells the load to stop. */
+static void reloads(struct nginx *n, volatile int *stop)
 {
-    struct reload_job *j = arg;
-    for (int i = 0; i < j->times; i++) {
+    for (int i = 0; i < 3; i++) {
         usleep(150 * 1000);
-        tide_test_child_signal(&j->n->child, SIGHUP);
+        tide_test_child_signal(&n->child, SIGHUP);
     }
+    usleep(300 * 1000);
+    *stop = 1;
 }
 
+struct goaway_job {
+    struct load_job load; /* unused by the reloader */
+    bool reloader;
+    struct nginx *n;
+    volatile int *stop;
+};
+
+/* GETs /f1k until told to stop (the reloader's job: the reloads). */
 static void load_or_reload(void *arg)
 {
-    if (*(int *)arg == -1)
-        reloads(*(void **)((char *)arg + sizeof(void *)));
-    else
-        load(arg);
+    struct goaway_job *j = arg;
+    if (j->reloader) {
+        reloads(j->n, j->stop);
+        return;
+    }
+    while (!*j->stop) {
+        j->load.n = 10;
+        load(&j->load);
+    }
 }
 
 START_TEST(goaway_mid_load_fails_no_idempotent_request)
@@ -401,27 +410,27 @@ START_TEST(goaway_mid_load_fails_no_idempotent_request)
     nginx_h2(false, NULL);
     proxy_start_scheme("h2c", ng.port, 4, NULL);
     enum { CLIENTS = 20 };
-    struct load_job jobs[CLIENTS];
+    static struct goaway_job jobs[CLIENTS + 1];
+    static volatile int stop;
+    stop = 0;
     void *args[CLIENTS + 1];
-    for (int i = 0; i < CLIENTS; i++) {
-        jobs[i] = (struct load_job){.port = proxy_port(), .n = 150};
+    for (int i = 0; i <= CLIENTS; i++) {
+        jobs[i] = (struct goaway_job){.load = {.port = proxy_port()},
+                                      .reloader = i == CLIENTS,
+                                      .n = &ng,
+                                      .stop = &stop};
         args[i] = &jobs[i];
     }
-    struct reload_job rj = {.n = &ng, .times = 3};
-    struct {
-        int tag;
-        void *job;
-    } reloader = {.tag = -1, .job = &rj};
-    args[CLIENTS] = &reloader;
     run_clients(load_or_reload, args, CLIENTS + 1, 60000);
     int done = 0;
     for (int i = 0; i < CLIENTS; i++) {
-        ck_assert_msg(jobs[i].bad == 0, "%s", jobs[i].why);
-        done += jobs[i].done;
+        ck_assert_msg(jobs[i].load.bad == 0, "%s", jobs[i].load.why);
+        done += jobs[i].load.done;
     }
-    ck_assert_int_eq(done, CLIENTS * 150);
+    ck_assert_int_gt(done, 0);
     ck_assert_uint_eq(pstats().errors_502, 0);
-    /* a new connection after each GOAWAY drained the old */
+    ck_assert_uint_eq(pstats().responses, (uint64_t)done);
+    /* a new connection after a GOAWAY drained the old */
     ck_assert_uint_ge(upstream_stats().made, 2);
 }
 END_TEST
