@@ -96,8 +96,10 @@ struct h2conn {
     struct tide_net_setup *setup; /* until the server's SETTINGS came */
     struct tide_check *check;     /* a PING in flight */
     struct event ping_timer;
-    struct event pull;         /* on_pull */
-    struct px_buf wbuf;        /* conn_pump's frames */
+    struct event pull;    /* on_pull */
+    struct px_buf wbuf;   /* conn_pump's frames */
+    struct event pump_ev; /* on_pump */
+    bool pump_armed;
     struct h2stream *streams;  /* streams nghttp2 has not closed yet */
     struct h2conn *next_setup; /* in up->setting_up */
     struct h2conn *prev_setup;
@@ -130,6 +132,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg);
  * now, as after a write to an HTTP/1.1 upstream (on_upstream_written).
  * From the loop (pull_more): a client's parse may be what made nghttp2
  * take its body (body_flush), and must not be entered again from there. */
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct h2conn *h = arg;
+    h->pump_armed = false;
+    conn_pump(h);
+}
+
 static void on_pull(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -167,7 +178,12 @@ static bool conn_leave(struct h2conn *h)
         conn_free(h);
         return false;
     }
-    conn_pump(h); /* what the calls inside submitted */
+    /* what the calls inside submitted goes once the loop round's other
+     * callbacks ran: the streams of every client read in it in one send */
+    if (!h->pump_armed) {
+        h->pump_armed = true;
+        event_active(&h->pump_ev, EV_TIMEOUT, 0);
+    }
     pull_more(h);
     return !h->destroy_due;
 }
@@ -184,6 +200,11 @@ static void conn_pump(struct h2conn *h)
         return;
     }
     h->pump_due = false;
+    /* inside the session: mem_send calls back (a stream closed as its
+     * END_STREAM or RST went), and what those calls do (a client's next
+     * request, the last loan of a draining connection back: its destroy)
+     * must wait for it to return */
+    h->depth++;
     struct evbuffer *out = bufferevent_get_output(h->bev);
     size_t queued = evbuffer_get_length(out);
     /* the frames of this round in one piece: on plain TCP with nothing
@@ -196,6 +217,15 @@ static void conn_pump(struct h2conn *h)
         if (n <= 0)
             break;
         px_buf_add(&h->wbuf, (const char *)p, (size_t)n);
+    }
+    h->depth--;
+    if (h->destroy_due) {
+        conn_free(h);
+        return;
+    }
+    if (h->pump_due && !h->pump_armed) {
+        h->pump_armed = true; /* more was submitted meanwhile */
+        event_active(&h->pump_ev, EV_TIMEOUT, 0);
     }
     size_t n = px_buf_size(&h->wbuf), sent = 0;
     if (n == 0)
@@ -1052,6 +1082,7 @@ static void conn_free(struct h2conn *h)
     setup_unlink(h);
     event_del(&h->ping_timer);
     event_del(&h->pull);
+    event_del(&h->pump_ev);
     px_buf_dispose(&h->wbuf);
     while (h->streams) {
         struct client *c = h->streams->c;
@@ -1237,6 +1268,7 @@ static void h2_setup(struct tide_net_setup *setup, struct bufferevent *bev,
     event_assign(&h->ping_timer, bufferevent_get_base(bev), -1, 0,
                  on_ping_timeout, h);
     event_assign(&h->pull, bufferevent_get_base(bev), -1, 0, on_pull, h);
+    event_assign(&h->pump_ev, bufferevent_get_base(bev), -1, 0, on_pump, h);
     h->next_setup = up->setting_up;
     if (up->setting_up)
         up->setting_up->prev_setup = h;
