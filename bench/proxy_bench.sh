@@ -52,6 +52,9 @@
 # count the syscall tracepoints (root, linux-perf), the same figures are
 # also taken during plain wrk runs at C ("perf"; a 3 s run less a 1 s one,
 # so that wrk's connects fall out).
+#
+# Then bench/proxy_h2_bench.sh's HTTP/2 rows, with the same duration, runs
+# and connections.
 set -eu
 
 QUICK=0
@@ -453,3 +456,8 @@ perf_long=0
 [ $PERF -eq 0 ] || perf_long=$PERF_LONG
 "$PYTHON" "$HERE/proxy_report.py" "$DIR" "$CONNS" "$COUNT" "$PASSES" "$perf_long"
 [ $PERF -eq 1 ] || echo "(no perf figures: --quick, or perf cannot count syscall tracepoints here)"
+
+# the HTTP/2 rows: tidepool's proxy with an h2c upstream beside HAProxy's
+# `proto h2` and tidepool's own HTTP/1.1 pool of 128, the same wrk runs
+echo
+sh "$HERE/proxy_h2_bench.sh" "$BUILD" "$DURATION" "$RUNS" "$CONNS"

@@ -308,8 +308,9 @@ static void client_close(struct client *c)
  * flight). Returns false when it is not worth it. */
 static bool client_orphan(struct client *c)
 {
-    if (!c->req_complete)
-        return false; /* the upstream waits for a body that will not come */
+    if (!c->req_complete || c->h2_exchange)
+        return false; /* the upstream waits for a body that will not come;
+                         an HTTP/2 stream is reset alone */
     bool small =
         !c->head_sent || (c->resp_parser.content_length != ULLONG_MAX &&
                           !(c->resp_parser.flags & F_CHUNKED) &&
@@ -375,6 +376,7 @@ void px__client_free(struct client *c)
     px_buf_dispose(&c->req);
     px_buf_dispose(&c->retry_body);
     px_buf_dispose(&c->uin);
+    px_buf_dispose(&c->h2_body);
     px__headers_dispose(&c->req_headers);
     px__headers_dispose(&c->req_trailers);
     px__headers_dispose(&c->resp_headers);

@@ -32,14 +32,20 @@ void px_config_init(struct px_config *c)
 void px_config_usage(FILE *f)
 {
     fprintf(f,
-            "usage: proxy --listen IP:PORT --upstream [tls://]HOST:PORT "
+            "usage: proxy --listen IP:PORT --upstream [SCHEME://]HOST:PORT "
             "[--upstream ...]\n"
             "  --listen IP:PORT        where clients connect: an IPv4 literal "
             "(required)\n"
-            "  --upstream [tls://]HOST:PORT\n"
+            "  --upstream [SCHEME://]HOST:PORT\n"
             "                          an upstream (up to %d); HOST is an IP "
             "literal\n"
-            "                          ([::1] for IPv6) or a name\n"
+            "                          ([::1] for IPv6) or a name; SCHEME: "
+            "none or\n"
+            "                          http (HTTP/1.1), tls (HTTP/1.1 over "
+            "TLS), h2c\n"
+            "                          (HTTP/2, prior knowledge), h2 (HTTP/2 "
+            "over TLS,\n"
+            "                          ALPN h2)\n"
             "  --pool-size N           connections per upstream (32)\n"
             "  --cap N                 loans across all upstreams (0: none)\n"
             "  --acquire-timeout MS    wait for a connection, then 504 "
@@ -57,8 +63,10 @@ void px_config_usage(FILE *f)
             "                          upstream's keep-alive timeout (60)\n"
             "  --drain-timeout MS      on SIGTERM, exchanges in flight "
             "finish within (10000)\n"
-            "  --ca FILE               CAs trusted for tls:// upstreams\n"
-            "  --insecure              do not verify tls:// upstreams\n"
+            "  --ca FILE               CAs trusted for tls:// and h2:// "
+            "upstreams\n"
+            "  --insecure              do not verify tls:// and h2:// "
+            "upstreams\n"
             "  --breaker-strikes N     failures in a row that open an "
             "upstream's breaker (5)\n"
             "  --breaker-cooldown MS   open breaker's wait before a probe; "
@@ -258,6 +266,31 @@ bool px_config_takes_value(const char *option)
            strcmp(option, "--max-body") == 0 || strcmp(option, "--config") == 0;
 }
 
+/* Reads an upstream's scheme into u (TLS, HTTP/2); returns what follows
+ * it, or NULL for a scheme the proxy does not speak. */
+static const char *upstream_scheme(const char *v, struct px_upstream_arg *u)
+{
+    static const struct {
+        const char *scheme;
+        bool tls, h2;
+    } schemes[] = {
+        {"http://", false, false},
+        {"tls://", true, false},
+        {"h2c://", false, true},
+        {"h2://", true, true},
+    };
+    u->tls = u->h2 = false;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+        size_t n = strlen(schemes[i].scheme);
+        if (strncmp(v, schemes[i].scheme, n) == 0) {
+            u->tls = schemes[i].tls;
+            u->h2 = schemes[i].h2;
+            return v + n;
+        }
+    }
+    return strstr(v, "://") ? NULL : v;
+}
+
 int px_config_options(struct px_config *c, int argc, char *const *argv,
                       char *err, size_t errlen)
 {
@@ -325,9 +358,10 @@ int px_config_options(struct px_config *c, int argc, char *const *argv,
                             "most",
                             v, PX_MAX_UPSTREAMS);
             struct px_upstream_arg *u = &c->ups[c->n_ups];
-            u->tls = strncmp(v, "tls://", 6) == 0;
-            const char *why = host_port(u->tls ? v + 6 : v, u->host,
-                                        sizeof u->host, 1, &u->port);
+            const char *rest = upstream_scheme(v, u);
+            const char *why =
+                rest ? host_port(rest, u->host, sizeof u->host, 1, &u->port)
+                     : "the scheme is none of http://, tls://, h2c://, h2://";
             if (!why && (why = host_wrong(u->host)))
                 return fail(err, errlen, "--upstream: '%s': '%s' is %s", v,
                             u->host, why);
@@ -445,13 +479,17 @@ void px_config_proxy_options(const struct px_config *c, struct px_options *out)
 
 void px_upstream_name(const struct px_upstream_arg *a, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s%s:%d", a->tls ? "tls://" : "", a->host, a->port);
+    snprintf(buf, n, "%s%s:%d",
+             a->h2    ? (a->tls ? "h2://" : "h2c://")
+             : a->tls ? "tls://"
+                      : "",
+             a->host, a->port);
 }
 
 bool px_upstream_same(const struct px_upstream_arg *a,
                       const struct px_upstream_arg *b)
 {
-    return a->tls == b->tls && a->port == b->port &&
+    return a->tls == b->tls && a->h2 == b->h2 && a->port == b->port &&
            strcmp(a->host, b->host) == 0;
 }
 
@@ -466,12 +504,24 @@ int px_upstream_add(struct px_upstreams *u, const struct px_config *c,
     struct tide_tcp_options t = {.host = a->host,
                                  .port = a->port,
                                  .connect_timeout = c->connect_timeout};
+    if (a->h2) {
+        out->h2 = px_h2_upstream_new(a->host, a->port, a->tls);
+        if (!out->h2)
+            return fail(err, errlen, "upstream %s: out of memory", name);
+        px_h2_upstream_setup(out->h2, &t);
+    }
+    /* HTTP/2 over TLS is chosen by ALPN, and nothing else will do: a
+     * server that does not pick h2 fails the connect (TIDE_EALPN), named
+     * in the 502 of every request it would have served */
+    static const char *const h2_alpn[] = {"h2", NULL};
     int rc;
     if (a->tls) {
         struct tide_tls_options o = {.tcp = t,
                                      .ca_file = c->ca,
                                      .ca_pem = c->ca_pem,
-                                     .insecure_skip_verify = c->insecure};
+                                     .insecure_skip_verify = c->insecure,
+                                     .alpn = a->h2 ? h2_alpn : NULL,
+                                     .alpn_required = a->h2};
         rc = tide_tls_factory_new(u->base, &o, &out->tls);
         if (!rc)
             tide_tls_factory_bind(out->tls, &f);
@@ -485,18 +535,25 @@ int px_upstream_add(struct px_upstreams *u, const struct px_config *c,
              a->tls && c->ca ? " (--ca " : "", a->tls && c->ca ? c->ca : "");
         if (a->tls && c->ca)
             strncat(err, ")", errlen - strlen(err) - 1);
+        px_member_dispose(out);
         return -1;
     }
     struct tide_evpool_options po;
     px_config_pool_options(c, &po);
+    if (a->h2) {
+        /* streams shared on as few connections as will carry them */
+        px_h2_upstream_wrap(out->h2, &f, &f);
+        po.limits.streams = px_h2_streams_max();
+        po.limits.sharing = TIDE_SHARING_PACK;
+    }
     rc = tide_group_add(u->group, name, &f, &po, &out->up);
     if (rc) {
         fail(err, errlen, "upstream %s: %s", name, tide_strerror(rc));
-        tide_tcp_factory_free(out->tcp);
-        tide_tls_factory_free(out->tls);
-        *out = (struct px_member){0};
+        px_member_dispose(out);
         return -1;
     }
+    if (a->h2)
+        px_h2_upstream_bind(out->h2, tide_group_upstream_pool(out->up));
     return 0;
 }
 
@@ -522,6 +579,7 @@ void px_member_dispose(struct px_member *m)
 {
     tide_tcp_factory_free(m->tcp);
     tide_tls_factory_free(m->tls);
+    px_h2_upstream_free(m->h2);
     *m = (struct px_member){0};
 }
 

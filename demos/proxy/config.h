@@ -27,12 +27,14 @@
 #include <tidepool/group.h>
 #include <tidepool/tls.h>
 
+#include "h2.h"
 #include "proxy.h"
 
 #define PX_MAX_UPSTREAMS 32
 
 struct px_upstream_arg {
     bool tls;
+    bool h2;        /* HTTP/2: h2c:// (prior knowledge), h2:// (TLS, ALPN h2) */
     char host[256]; /* an IP literal or a name the TCP factory resolves */
     int port;
 };
@@ -125,6 +127,7 @@ struct px_member {
     struct tide_group_upstream *up;
     struct tide_tcp_factory *tcp;
     struct tide_tls_factory *tls;
+    struct px_h2_upstream *h2; /* an HTTP/2 upstream's sessions (owned) */
 };
 
 /* The group with one pool per upstream of c, and their factories. */

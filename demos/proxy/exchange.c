@@ -21,6 +21,8 @@ bool px__give_back(struct client *c, enum give how)
     bool stale = false;
     if (!c->ub)
         return false;
+    if (c->h2_exchange)
+        return px__h2_give_back(c, how);
     bufferevent_setcb(c->ub, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(c->ub, NULL, NULL);
     if (c->raw) {
@@ -109,6 +111,15 @@ void px__exchange_failed(struct client *c, const char *why)
     px__client_next(c);
 }
 
+/* The exchange begins on the lent connection, as its protocol has it. */
+static void send_upstream(struct client *c)
+{
+    if (px__h2_is(c->ub))
+        px__h2_send(c);
+    else
+        px__send_upstream(c);
+}
+
 static void acquired(struct tide_group *g, int status,
                      struct tide_group_upstream *u, void *resource,
                      const struct tide_why *why, void *arg)
@@ -120,7 +131,7 @@ static void acquired(struct tide_group *g, int status,
         c->up = u;
         c->ub = resource;
         c->state = C_EXCHANGING;
-        px__send_upstream(c);
+        send_upstream(c);
         return;
     }
     char body[512];
@@ -165,7 +176,7 @@ void px__start_exchange(struct client *c)
         c->up = u;
         c->ub = resource;
         c->state = C_EXCHANGING;
-        px__send_upstream(c);
+        send_upstream(c);
         return;
     }
     c->state = C_ACQUIRING;

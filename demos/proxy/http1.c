@@ -21,6 +21,8 @@
 /* The upstream's reading, stopped while a slow client catches up. */
 bool px__upstream_paused(struct client *c)
 {
+    if (c->h2_exchange)
+        return px__h2_paused(c);
     return c->raw ? !event_pending(&c->urd, EV_READ, NULL)
                   : !(bufferevent_get_enabled(c->ub) & EV_READ);
 }
@@ -39,6 +41,10 @@ void px__upstream_pause(struct client *c)
 /* Reading again, with tv as the upstream's allowed silence. */
 void px__upstream_resume(struct client *c, const struct timeval *tv)
 {
+    if (c->h2_exchange) {
+        px__h2_caught_up(c);
+        return;
+    }
     if (c->raw) {
         event_add(&c->urd, tv);
         return;
@@ -145,6 +151,8 @@ static void build_request(struct client *c)
  * may send any other field in its head. */
 void px__trailers_out(struct client *c)
 {
+    if (c->h2_exchange)
+        return; /* a HEADERS frame after the body (h2.c read_body) */
     const struct headers *ts = &c->req_trailers;
     const struct headers *connection = c->req_connection;
     px_buf_add(&c->req, "0\r\n", 3);
@@ -520,6 +528,10 @@ static void on_upstream_readable(evutil_socket_t fd, short what, void *arg)
  * writes what the socket did not take (and finds a failure doing so). */
 void px__upstream_write(struct client *c, const char *p, size_t n)
 {
+    if (c->h2_exchange) {
+        px__h2_write(c, p, n);
+        return;
+    }
     size_t sent = 0;
     if (!bufferevent_openssl_get_ssl(c->ub) &&
         evbuffer_get_length(bufferevent_get_output(c->ub)) == 0) {
@@ -536,6 +548,10 @@ void px__upstream_write(struct client *c, const char *p, size_t n)
  * taking it. */
 void px__upstream_await(struct client *c)
 {
+    if (c->h2_exchange) {
+        px__h2_more(c); /* the body's end may go */
+        return;
+    }
     if (c->awaiting)
         return;
     c->awaiting = true;

@@ -7,6 +7,8 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <stdlib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 /* The listener hands sockets over non-blocking and close-on-exec. */
@@ -23,6 +25,10 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     }
     c->px = px;
     c->fd = fd;
+    /* a response relayed from an HTTP/2 stream may go in more than one
+     * send (its frames read apart): under Nagle the second waited for the
+     * client's delayed ACK, 40 ms */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
     c->url = NO_VALUE;
     c->reason = NO_VALUE;
     if (sa->sa_family == AF_INET)

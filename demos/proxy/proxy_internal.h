@@ -252,6 +252,23 @@ struct client {
      * read to its end for nobody (what is meant for the client is
      * dropped), so the connection goes back whole */
     bool orphan;
+
+    /* an exchange on an HTTP/2 upstream (h2.c): a stream of c->ub */
+    bool h2_exchange;
+    struct h2conn *h2;    /* its connection while the stream is open */
+    struct h2stream *h2s; /* the stream, as nghttp2 knows it */
+    int32_t h2_stream;    /* its id */
+    bool h2_open;         /* not closed by either side yet */
+    bool h2_pull;         /* nghttp2 took body bytes: parse on */
+    size_t h2_dbg_sent;
+    bool h2_flushing;      /* px__h2_write: c->req is in h2_body */
+    bool h2_trailers;      /* the header block now is the trailers */
+    bool h2_no_body;       /* HEAD, 1xx, 204, 304 */
+    unsigned h2_status;    /* :status */
+    size_t h2_owed;        /* response bytes not yet taken by the client
+                              (its window stays shut by them) */
+    struct px_buf h2_body; /* the request body nghttp2 has yet to take */
+    struct event h2_timer; /* response_tv of the stream's silence */
 };
 
 /* How a lent upstream connection ends an exchange. */
@@ -350,5 +367,18 @@ void px__send_upstream(struct client *c);
 bool px__give_back(struct client *c, enum give how);
 void px__exchange_failed(struct client *c, const char *why);
 void px__start_exchange(struct client *c);
+
+/* h2.c */
+struct h2conn;
+struct h2stream;
+struct h2conn *px__h2_conn_of(struct bufferevent *bev);
+bool px__h2_is(struct bufferevent *bev);
+void px__h2_send(struct client *c);
+bool px__h2_give_back(struct client *c, enum give how);
+void px__h2_write(struct client *c, const char *p, size_t n);
+void px__h2_more(struct client *c);
+bool px__h2_taking(const struct client *c);
+void px__h2_caught_up(struct client *c);
+bool px__h2_paused(const struct client *c);
 
 #endif

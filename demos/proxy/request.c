@@ -122,12 +122,13 @@ static int rq_body(http_parser *p, const char *at, size_t len)
     if (c->state != C_EXCHANGING || !c->ub)
         return 0;
     struct px_buf *r = &c->req;
-    if (c->req_chunked) {
+    bool chunked = c->req_chunked && !c->h2_exchange; /* HTTP/2 frames it */
+    if (chunked) {
         px__add_hex(r, len);
         px_buf_add(r, "\r\n", 2);
     }
     px_buf_add(r, at, len);
-    if (c->req_chunked)
+    if (chunked)
         px_buf_add(r, "\r\n", 2);
     return 0;
 }
@@ -226,8 +227,11 @@ bool px__client_parsing(const struct client *c)
 {
     if (c->state == C_READING)
         return true;
-    return c->state == C_EXCHANGING && !c->req_complete && c->ub &&
-           evbuffer_get_length(bufferevent_get_output(c->ub)) < UPSTREAM_HIGH;
+    if (c->state != C_EXCHANGING || c->req_complete || !c->ub)
+        return false;
+    if (c->h2_exchange)
+        return px__h2_taking(c);
+    return evbuffer_get_length(bufferevent_get_output(c->ub)) < UPSTREAM_HIGH;
 }
 
 bool px__request_has_body(const struct client *c)

@@ -155,18 +155,24 @@ void nginx_start(struct nginx *n, int port, const char *extra)
         }
     }
     n->port = port ? port : free_port();
+    if (n->h2 && !n->status_port)
+        n->status_port = free_port();
     char conf[4096], path[128], listen[512], status[256] = "";
-    if (n->tls) {
-        /* the TLS server, and stub_status in plain text beside it */
-        snprintf(listen, sizeof listen,
-                 "%d ssl;\n  ssl_certificate %s;\n  ssl_certificate_key %s",
-                 n->port, n->pem, n->pem);
+    if (n->tls || n->h2) {
+        /* stub_status in plain text beside the TLS or HTTP/2 server */
         snprintf(status, sizeof status,
                  " server {\n  listen 127.0.0.1:%d;\n"
                  "  location = /status { stub_status; }\n }\n",
                  n->status_port);
+    }
+    if (n->tls) {
+        /* TLS 1.3 too: nginx 1.22's own default stops at 1.2 */
+        snprintf(listen, sizeof listen,
+                 "%d ssl%s;\n  ssl_certificate %s;\n  ssl_certificate_key %s;\n"
+                 "  ssl_protocols TLSv1.2 TLSv1.3",
+                 n->port, n->h2 ? " http2" : "", n->pem, n->pem);
     } else {
-        snprintf(listen, sizeof listen, "%d", n->port);
+        snprintf(listen, sizeof listen, "%d%s", n->port, n->h2 ? " http2" : "");
     }
     snprintf(conf, sizeof conf,
              "worker_processes 1;\ndaemon off;\npid %s/nginx.pid;\n"
@@ -473,7 +479,7 @@ void slow_talk(void *arg)
 
 long nginx_accepts(const struct nginx *n)
 {
-    int fd = client_connect(n->tls ? n->status_port : n->port);
+    int fd = client_connect(n->tls || n->h2 ? n->status_port : n->port);
     if (fd < 0)
         return -1;
     struct response r;
@@ -856,7 +862,8 @@ static void open_proxy(const char *const *upstreams, int n, int size,
     ck_assert_msg(
         px_config_parse(&cfg, argc, (char *const *)argv, err, sizeof err) == 0,
         "%s", err);
-    if (strncmp(upstreams[0], "tls://", 6) == 0) {
+    if (strncmp(upstreams[0], "tls://", 6) == 0 ||
+        strncmp(upstreams[0], "h2://", 5) == 0) {
         pki_ready();
         cfg.ca_pem = ca_pem;
     }
@@ -923,6 +930,15 @@ void proxy_start_tls(int port, int size)
     snprintf(name, sizeof name, "tls://127.0.0.1:%d", port);
     const char *upstreams[1] = {name};
     open_proxy(upstreams, 1, size, NULL);
+}
+
+void proxy_start_scheme(const char *scheme, int port, int size,
+                        const char *const *extra)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s://127.0.0.1:%d", scheme, port);
+    const char *upstreams[1] = {name};
+    open_proxy(upstreams, 1, size, extra);
 }
 
 int proxy_port(void)

@@ -31,6 +31,10 @@ struct nginx {
     bool tls;
     int status_port;
     char pem[128];
+    /* HTTP/2 (set before nginx_start or nginx_start_tls): the port speaks
+     * h2c by prior knowledge, or h2 over TLS (ALPN); stub_status is on
+     * status_port as for TLS */
+    bool h2;
 };
 
 /* Whether nginx is installed; the binary exits 77 (SKIP) without it. */
@@ -80,6 +84,10 @@ extern int64_t proxy_response_timeout;
 /* One TLS upstream, tls://127.0.0.1:port, trusting the harness's CA and
  * checking the certificate's IP address, a pool of `size`. */
 void proxy_start_tls(int port, int size);
+/* One upstream scheme://127.0.0.1:port (h2c, h2: HTTP/2; tls, h2 trust
+ * the harness's CA), a pool of `size`, more words as proxy_start_with's. */
+void proxy_start_scheme(const char *scheme, int port, int size,
+                        const char *const *extra);
 /* The TLS factory of proxy_start_tls, for its stats; NULL otherwise. */
 extern struct tide_tls_factory *tls_factory;
 void proxy_stop(void);
