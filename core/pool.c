@@ -480,16 +480,6 @@ TIDE__NOINLINE struct tide_taken tide__pool_take_slow(struct tide_pool *p,
     return tide__pool_take_new(p, now, roll);
 }
 
-/* tide_pool_take's way out of its path for one loan a resource: a shared
- * pool's own path, or take_slow. */
-TIDE__NOINLINE static struct tide_taken take_detour(struct tide_pool *p,
-                                                    int64_t now, double roll)
-{
-    if (p->shared)
-        return tide__pool_take_shared_fast(p, now, roll);
-    return tide__pool_take_slow(p, now, roll);
-}
-
 /* The common cases first: a fresh idle one to lend, or none and room to
  * make one. The checks here have no side effects, so whatever they leave
  * to take_slow is decided there from the start, exactly as ever. A breaker
@@ -499,8 +489,10 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    /* the way out of this path: a shared pool's own, whose first test
+     * sends a closed pool, or one whose breaker is down, to take_slow */
     if (p->detour || p->breaker.state == TIDE_BREAKER_INACTIVE)
-        return take_detour(p, now, roll);
+        return tide__pool_take_shared_fast(p, now, roll);
     if (p->idle_top == 0) /* none idle: see struct tide_pool */
         return tide__pool_take_new(p, now, roll);
     if (may_be_expired(p, &p->slots[idle_newest(p)], now) ||
