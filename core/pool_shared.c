@@ -171,7 +171,7 @@ TIDE__NOINLINE static struct tide_taken lent_full(struct tide_pool *p,
 /* The pick's loan on flat rooms, with no shedder to note it: the resource
  * the sharing picks moves from its room n to room n + 1, as
  * tide__shares_lend_picked moves it, or to the census when that fills it.
- * One past its life goes to take_slow. */
+ * One past its life goes to take_slow. Out of line, as take_idle_flat. */
 TIDE__NOINLINE static struct tide_taken take_pick_flat(struct tide_pool *p,
                                                        int64_t now, double roll)
 {
@@ -194,6 +194,20 @@ TIDE__NOINLINE static struct tide_taken take_pick_flat(struct tide_pool *p,
     return answer(TIDE_READY, p->slots[i].item, 0, TIDE_GUARD_NONE);
 }
 
+/* take_shared_fast's cases on rooms in levels (over 63 streams), or with
+ * a shedder to note the loan: the general moves of shares.h. */
+TIDE__NOINLINE static struct tide_taken take_general(struct tide_pool *p,
+                                                     int64_t now, double roll)
+{
+    if (!tide__shares_any_room(&p->shares) ||
+        (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)) {
+        if (p->idle_count == 0 || expired(p, &p->slots[idle_newest(p)], now))
+            return tide__pool_take_slow(p, now, roll);
+        return tide__pool_lend_idle_shared(p, now, SHARED);
+    }
+    return take_pick_deep(p, now, roll);
+}
+
 /* The common shared takes, as tide_pool_take's for one loan a resource:
  * the pool open and the shedder letting it lend, and then the resource the
  * sharing picks: one with room within its life, or an idle one still fresh
@@ -207,20 +221,21 @@ tide__pool_take_shared_fast(struct tide_pool *p, int64_t now, double roll)
     if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
         (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p))))
         return tide__pool_take_slow(p, now, roll);
-    bool flat = tide__shares_flat(&p->shares);
-    if (!tide__shares_any_room(&p->shares) ||
-        (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)) {
-        if (p->idle_count == 0)
-            return tide__pool_take_slow(p, now, roll);
-        if (flat)
+    if (!tide__shares_flat(&p->shares) || p->has_shedder)
+        return take_general(p, now, roll);
+    bool room = tide__shares_any_room(&p->shares);
+    if (p->limits.sharing == TIDE_SHARING_SPREAD) {
+        if (p->idle_count > 0)
             return take_idle_flat(p, now, roll);
-        if (expired(p, &p->slots[idle_newest(p)], now))
-            return tide__pool_take_slow(p, now, roll);
-        return tide__pool_lend_idle_shared(p, now, SHARED);
+        if (room)
+            return take_pick_flat(p, now, roll);
+    } else {
+        if (room)
+            return take_pick_flat(p, now, roll);
+        if (p->idle_count > 0)
+            return take_idle_flat(p, now, roll);
     }
-    if (flat && !p->has_shedder)
-        return take_pick_flat(p, now, roll);
-    return take_pick_deep(p, now, roll);
+    return tide__pool_take_slow(p, now, roll);
 }
 
 /* tide_pool_take_idle with shared loans: a live one will do, idle or with
@@ -360,20 +375,44 @@ TIDE__NOINLINE static int give_last_flat(struct tide_pool *p, uint32_t i,
     return idle_or_leave(p, i, s->item, at, now);
 }
 
+/* A loan back, on flat rooms, from a resource counted in the census with
+ * `loans` (2 or more): it was full, or past its life and taken out of the
+ * rooms by a pick, or its capacity was lowered below its loans. Open again,
+ * it enters the room of loans - 1 if it has room there, or stays counted,
+ * as tide__shares_move(-1, open) moves it. 1: others are still out. Out of
+ * line: one give in `streams` comes here when they pack. */
+TIDE__NOINLINE static int give_unfilled(struct tide_pool *p, uint32_t i,
+                                        uint32_t loans)
+{
+    struct tide__shares *sh = &p->shares;
+    tide__shares_uncount(sh, loans);
+    p->extra_loans--;
+    if (loans - 1 >= sh->of[i].streams) {
+        sh->of[i].loans = (uint16_t)(loans - 1);
+        tide__shares_count(sh, loans - 1);
+        return 1;
+    }
+    uint64_t top = sh->rooms.top;
+    tide__shares_flat_enter(sh, i, loans - 1, &top);
+    sh->rooms.top = top;
+    return 1;
+}
+
 /* A give of a shared loan, straight from tide_pool_give, with no ticket
- * to settle, on flat rooms, of a resource in a room (one that was full, or
- * is past its life, is counted in the census instead): it steps from room
- * n to room n - 1, as tide__shares_move(-1, open) steps it, and answers 1
- * while others are out; the last goes on to give_last_flat by a tail call.
- * The rest go to give_shared_slow. */
+ * to settle, on flat rooms: the resource steps from room n to room n - 1,
+ * as tide__shares_move(-1, open) steps it, and 1 while others are out; the
+ * last goes on to give_last_flat, one counted in the census (full, or past
+ * its life) to give_unfilled, by tail calls. The rest go to
+ * give_shared_slow. */
 TIDE__NOINLINE int tide__pool_give_shared(struct tide_pool *p, uint32_t i,
                                           uint32_t at, int64_t now)
 {
     struct tide__shares *sh = &p->shares;
-    if (now <= p->shedder.steady_after || !tide__shares_in_room(sh, i) ||
-        !tide__shares_flat(sh))
+    if (now <= p->shedder.steady_after || !tide__shares_flat(sh))
         return give_shared_slow(p, i, at, now);
     uint32_t n = sh->of[i].loans;
+    if (!tide__shares_in_room(sh, i))
+        return n > 1 ? give_unfilled(p, i, n) : give_shared_slow(p, i, at, now);
     if (n == 1) /* SHARED: open, so in a room with one loan */
         return give_last_flat(p, i, at, now);
     uint64_t top = sh->rooms.top;
