@@ -354,25 +354,19 @@ TIDE__NOINLINE static int give_shared_slow(struct tide_pool *p, uint32_t i,
     return last_loan_back(p, i, at, now);
 }
 
-/* The last loan of a shared resource comes back, on flat rooms: it leaves
- * the room of one loan and goes on as last_loan_back, inline (the way to
- * the idle stack would cost every give the registers it takes). Out of
- * line, as tide__pool_give_shared's other case: each on its own needs no
- * register saved. */
-TIDE__NOINLINE static int give_last_flat(struct tide_pool *p, uint32_t i,
-                                         uint32_t at, int64_t now)
+/* One loan of several back, on flat rooms, from a resource in room n
+ * (2 or more): it steps to room n - 1, as tide__shares_move(-1, open)
+ * steps it. 1: others are still out. Out of line, as give_unfilled. */
+TIDE__NOINLINE static int give_step_flat(struct tide_pool *p, uint32_t i,
+                                         uint32_t n)
 {
     struct tide__shares *sh = &p->shares;
     uint64_t top = sh->rooms.top;
-    tide__shares_flat_leave(sh, i, 1, &top);
-    sh->of[i].loans = 0;
-    sh->of[i].prev = TIDE__SHARE_OUT;
+    tide__shares_flat_leave(sh, i, n, &top);
+    tide__shares_flat_enter(sh, i, n - 1, &top);
     sh->rooms.top = top;
-    p->busy_count--;
-    struct slot *s = &p->slots[i];
-    if (aged(s, now))
-        return tide__pool_leave_books(p, i, at);
-    return idle_or_leave(p, i, s->item, at, now);
+    p->extra_loans--;
+    return 1;
 }
 
 /* A loan back, on flat rooms, from a resource counted in the census with
@@ -399,11 +393,14 @@ TIDE__NOINLINE static int give_unfilled(struct tide_pool *p, uint32_t i,
 }
 
 /* A give of a shared loan, straight from tide_pool_give, with no ticket
- * to settle, on flat rooms: the resource steps from room n to room n - 1,
- * as tide__shares_move(-1, open) steps it, and 1 while others are out; the
- * last goes on to give_last_flat, one counted in the census (full, or past
- * its life) to give_unfilled, by tail calls. The rest go to
- * give_shared_slow. */
+ * to settle, on flat rooms. The last loan of a resource back, as every give
+ * is when loans spread over more resources than are lent, is settled here:
+ * it leaves the room of one loan as tide__shares_move(-1, open) takes it
+ * out, and goes on as last_loan_back, inline (the way to the idle stack
+ * would cost every give the registers it takes). One of several steps
+ * down a room in give_step_flat, one counted in the census (full, or past
+ * its life) in give_unfilled, by tail calls: each on its own needs no
+ * register saved. The rest go to give_shared_slow. */
 TIDE__NOINLINE int tide__pool_give_shared(struct tide_pool *p, uint32_t i,
                                           uint32_t at, int64_t now)
 {
@@ -413,14 +410,18 @@ TIDE__NOINLINE int tide__pool_give_shared(struct tide_pool *p, uint32_t i,
     uint32_t n = sh->of[i].loans;
     if (!tide__shares_in_room(sh, i))
         return n > 1 ? give_unfilled(p, i, n) : give_shared_slow(p, i, at, now);
-    if (n == 1) /* SHARED: open, so in a room with one loan */
-        return give_last_flat(p, i, at, now);
-    uint64_t top = sh->rooms.top;
-    tide__shares_flat_leave(sh, i, n, &top);
-    tide__shares_flat_enter(sh, i, n - 1, &top);
+    if (n > 1)
+        return give_step_flat(p, i, n);
+    uint64_t top = sh->rooms.top; /* SHARED: open, so in the room of one */
+    tide__shares_flat_leave(sh, i, 1, &top);
+    sh->of[i].loans = 0;
+    sh->of[i].prev = TIDE__SHARE_OUT;
     sh->rooms.top = top;
-    p->extra_loans--;
-    return 1;
+    p->busy_count--;
+    struct slot *s = &p->slots[i];
+    if (aged(s, now))
+        return tide__pool_leave_books(p, i, at);
+    return idle_or_leave(p, i, s->item, at, now);
 }
 
 int tide__pool_give_at_shared(struct tide_pool *p, uint32_t slot, int64_t now)
