@@ -315,9 +315,11 @@ static int64_t spread_life(const struct tide_pool *p, double roll)
     return life - (int64_t)((double)life * share);
 }
 
-/* The end of a take whose pop left a hole on top, or none idle: the ends
- * are stepped (see idle_pop) out of line, on that rare path only, so the
- * common take makes no call and needs no frame. */
+/* The end of a take whose pop left a hole on top: the ends are stepped
+ * (see idle_pop) out of line, on that rare path only, so the common take
+ * makes no call and needs no frame. (None left idle, the stack starts
+ * again from the first place, in line: a pool of one lends so every
+ * time.) */
 TIDE__NOINLINE static struct tide_taken lent_trimming(struct tide_pool *p,
                                                       void *item)
 {
@@ -340,7 +342,11 @@ static TIDE__INLINE struct tide_taken lend(struct tide_pool *p, int64_t now)
     s->since = now;
     p->busy_count++;
     p->idle_top = place;
-    if (--p->idle_count == 0 || *stack_at(p, place - 1) == NIL)
+    if (--p->idle_count == 0) { /* the trim's first case, with no call */
+        p->idle_bottom = p->idle_top = 0;
+        return (struct tide_taken){.answer = TIDE_READY, .item = item};
+    }
+    if (*stack_at(p, place - 1) == NIL)
         return lent_trimming(p, item); /* no fetch ahead: rare */
     idle_prefetch(p); /* after the count: it reads below the new top */
     /* answer()'s, spelt out: GCC 12 builds it here in six instructions */
@@ -480,16 +486,6 @@ TIDE__NOINLINE struct tide_taken tide__pool_take_slow(struct tide_pool *p,
     return tide__pool_take_new(p, now, roll);
 }
 
-/* tide_pool_take's way out of its path for one loan a resource: a shared
- * pool's own path, or take_slow. */
-TIDE__NOINLINE static struct tide_taken take_detour(struct tide_pool *p,
-                                                    int64_t now, double roll)
-{
-    if (p->shared)
-        return tide__pool_take_shared_fast(p, now, roll);
-    return tide__pool_take_slow(p, now, roll);
-}
-
 /* The common cases first: a fresh idle one to lend, or none and room to
  * make one. The checks here have no side effects, so whatever they leave
  * to take_slow is decided there from the start, exactly as ever. A breaker
@@ -499,8 +495,10 @@ struct tide_taken tide_pool_take(struct tide_pool *p, int64_t now, double roll)
 {
     if (!p)
         return answer(TIDE_SHED, NULL, 0, TIDE_GUARD_CLOSED);
+    /* the way out of this path: a shared pool's own, whose first test
+     * sends a closed pool, or one whose breaker is down, to take_slow */
     if (p->detour || p->breaker.state == TIDE_BREAKER_INACTIVE)
-        return take_detour(p, now, roll);
+        return tide__pool_take_shared_fast(p, now, roll);
     if (p->idle_top == 0) /* none idle: see struct tide_pool */
         return tide__pool_take_new(p, now, roll);
     if (may_be_expired(p, &p->slots[idle_newest(p)], now) ||
@@ -520,7 +518,7 @@ struct tide_taken tide_pool_take_idle(struct tide_pool *p, int64_t now)
     /* take's own path with one idle: the roll is for makes, and there is
      * none to make */
     if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
-        expired(p, &p->slots[idle_newest(p)], now) ||
+        may_be_expired(p, &p->slots[idle_newest(p)], now) ||
         !tide__shedder_admit(&p->shedder, in_flight_alone(p)))
         return tide__pool_take_slow(p, now, 0.0);
     return lend(p, now);

@@ -316,7 +316,9 @@ int tide__pool_leave_books(struct tide_pool *p, uint32_t i, uint32_t at);
 
 /* ---- pool_shared.c, for pool.c ---- */
 
-/* tide_pool_take on a pool with shared loans. */
+/* tide_pool_take off its path for one loan a resource: a pool with shared
+ * loans, or one closed or with its breaker down, which its first test sends
+ * on to take_slow whatever its streams. */
 struct tide_taken tide__pool_take_shared_fast(struct tide_pool *p, int64_t now,
                                               double roll);
 /* A shared take once the pool lends (make: or WAIT where only a live one

@@ -95,36 +95,147 @@ struct tide_taken tide__pool_take_shared(struct tide_pool *p, int64_t now,
     return tide__pool_take_new(p, now, roll);
 }
 
-/* The common shared takes, as tide_pool_take's for one loan a resource:
- * the pool open and the shedder letting it lend, and then the resource the
- * sharing picks: one with room within its life, or an idle one still fresh
- * (spread's first choice, pack's when none has room). The checks have no
- * side effects, so whatever they leave to take_slow is decided there from
- * the start. */
-TIDE__NOINLINE struct tide_taken
-tide__pool_take_shared_fast(struct tide_pool *p, int64_t now, double roll)
+/* The end of take_idle_flat when the pop left a hole on top, or none
+ * idle: the ends are stepped out of line, as lent_trimming does in pool.c,
+ * so the common take makes no call. */
+TIDE__NOINLINE static struct tide_taken
+lent_shared_trimming(struct tide_pool *p, void *item)
 {
-    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
-        (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p))))
+    tide__pool_idle_trim(p);
+    return answer(TIDE_READY, item, 0, TIDE_GUARD_NONE);
+}
+
+/* tide__pool_lend_idle_shared(SHARED) of the newest idle one on flat rooms
+ * (see shares.h), when it is fresh: its first loan, in the room of one
+ * loan, or counted when its capacity is one. The pop is idle_pop's, with
+ * the trim left to the end. One that may be past keep or life goes to
+ * take_slow, which decides from the start. Out of line, as take_pick_flat:
+ * each on its own needs no register saved. */
+TIDE__NOINLINE static struct tide_taken take_idle_flat(struct tide_pool *p,
+                                                       int64_t now, double roll)
+{
+    if (may_be_expired(p, &p->slots[idle_newest(p)], now))
         return tide__pool_take_slow(p, now, roll);
+    struct tide__shares *sh = &p->shares;
+    uint32_t place = --p->idle_top;
+    uint32_t i = *stack_at(p, place);
+    struct slot *s = &p->slots[i];
+    void *item = s->item;
+    s->link = SHARED;
+    s->since = now;
+    p->busy_count++;
+    if (sh->of[i].streams > 1) {
+        uint64_t top = sh->rooms.top;
+        tide__shares_flat_enter(sh, i, 1, &top);
+        sh->rooms.top = top;
+    } else {
+        sh->of[i].loans = 1;
+        tide__shares_count(sh, 1);
+    }
+    if (--p->idle_count == 0 || *stack_at(p, place - 1) == NIL)
+        return lent_shared_trimming(p, item);
+    return answer(TIDE_READY, item, 0, TIDE_GUARD_NONE);
+}
+
+/* The pick's loan on rooms in levels (over 63 streams), or noted for the
+ * shedder: the general moves of shares.h. */
+TIDE__NOINLINE static struct tide_taken take_pick_deep(struct tide_pool *p,
+                                                       int64_t now, double roll)
+{
+    uint32_t n = tide__shares_room_to_pick(&p->shares, p->limits.sharing);
+    uint32_t i = p->shares.room[n];
+    struct slot *s = &p->slots[i];
+    if (p->limits.life != TIDE_FOREVER && aged(s, now))
+        return tide__pool_take_slow(p, now, roll);
+    tide__shares_lend_picked(&p->shares, i, n);
+    p->extra_loans++;
+    if (p->has_shedder)
+        return lent_noted(s, n, now);
+    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+}
+
+/* The end of take_pick_flat when its pick, out of its room, has no room
+ * left: counted in the census with `loans`. Out of line: one take in
+ * `streams` comes here when they pack. */
+TIDE__NOINLINE static struct tide_taken lent_full(struct tide_pool *p,
+                                                  uint32_t i, uint32_t loans)
+{
+    struct tide__share *r = &p->shares.of[i];
+    r->loans = (uint16_t)loans;
+    r->prev = TIDE__SHARE_OUT;
+    tide__shares_count(&p->shares, loans);
+    p->extra_loans++;
+    return answer(TIDE_READY, p->slots[i].item, 0, TIDE_GUARD_NONE);
+}
+
+/* The pick's loan on flat rooms, with no shedder to note it: the resource
+ * the sharing picks moves from its room n to room n + 1, as
+ * tide__shares_lend_picked moves it, or to the census when that fills it.
+ * One past its life goes to take_slow. Out of line, as take_idle_flat. */
+TIDE__NOINLINE static struct tide_taken take_pick_flat(struct tide_pool *p,
+                                                       int64_t now, double roll)
+{
+    struct tide__shares *sh = &p->shares;
+    uint64_t top = sh->rooms.top;
+    uint32_t n = tide__end_bit(top, p->limits.sharing == TIDE_SHARING_SPREAD);
+    uint32_t i = sh->room[n];
+    /* with no life to outlive, the pick needs no look at its slot: the
+     * next take then does not wait on this one's load of it */
+    if (p->limits.life != TIDE_FOREVER && aged(&p->slots[i], now))
+        return tide__pool_take_slow(p, now, roll);
+    tide__shares_flat_leave_head(sh, i, n, &top);
+    if (n + 1 >= sh->of[i].streams) {
+        sh->rooms.top = top;
+        return lent_full(p, i, n + 1);
+    }
+    tide__shares_flat_enter(sh, i, n + 1, &top);
+    sh->rooms.top = top;
+    p->extra_loans++;
+    return answer(TIDE_READY, p->slots[i].item, 0, TIDE_GUARD_NONE);
+}
+
+/* take_shared_fast's cases on rooms in levels (over 63 streams), or with
+ * a shedder to note the loan: the general moves of shares.h. */
+TIDE__NOINLINE static struct tide_taken take_general(struct tide_pool *p,
+                                                     int64_t now, double roll)
+{
     if (!tide__shares_any_room(&p->shares) ||
         (p->limits.sharing == TIDE_SHARING_SPREAD && p->idle_count > 0)) {
         if (p->idle_count == 0 || expired(p, &p->slots[idle_newest(p)], now))
             return tide__pool_take_slow(p, now, roll);
         return tide__pool_lend_idle_shared(p, now, SHARED);
     }
-    uint32_t n = tide__shares_room_to_pick(&p->shares, p->limits.sharing);
-    uint32_t i = p->shares.room[n];
-    struct slot *s = &p->slots[i];
-    /* with no life to outlive, the pick needs no look at its slot: the
-     * next take then does not wait on this one's load of it */
-    if (p->limits.life != TIDE_FOREVER && aged(s, now))
+    return take_pick_deep(p, now, roll);
+}
+
+/* The common shared takes, as tide_pool_take's for one loan a resource:
+ * the pool open and the shedder letting it lend, and then the resource the
+ * sharing picks: one with room within its life, or an idle one still fresh
+ * (spread's first choice, pack's when none has room). The checks have no
+ * side effects, so whatever they leave to take_slow is decided there from
+ * the start. The first sends on a pool with streams 1 too: tide_pool_take
+ * comes here for one only when it is closed or its breaker is down. */
+TIDE__NOINLINE struct tide_taken
+tide__pool_take_shared_fast(struct tide_pool *p, int64_t now, double roll)
+{
+    if (p->closed || p->breaker.state == TIDE_BREAKER_INACTIVE ||
+        (p->has_shedder && !tide__shedder_admit(&p->shedder, in_flight(p))))
         return tide__pool_take_slow(p, now, roll);
-    tide__shares_lend_picked(&p->shares, i, n);
-    p->extra_loans++;
-    if (p->has_shedder) /* last, so nothing is kept across the call */
-        return lent_noted(s, n, now);
-    return answer(TIDE_READY, s->item, 0, TIDE_GUARD_NONE);
+    if (!tide__shares_flat(&p->shares) || p->has_shedder)
+        return take_general(p, now, roll);
+    bool room = tide__shares_any_room(&p->shares);
+    if (p->limits.sharing == TIDE_SHARING_SPREAD) {
+        if (p->idle_count > 0)
+            return take_idle_flat(p, now, roll);
+        if (room)
+            return take_pick_flat(p, now, roll);
+    } else {
+        if (room)
+            return take_pick_flat(p, now, roll);
+        if (p->idle_count > 0)
+            return take_idle_flat(p, now, roll);
+    }
+    return tide__pool_take_slow(p, now, roll);
 }
 
 /* tide_pool_take_idle with shared loans: a live one will do, idle or with
@@ -243,22 +354,74 @@ TIDE__NOINLINE static int give_shared_slow(struct tide_pool *p, uint32_t i,
     return last_loan_back(p, i, at, now);
 }
 
+/* One loan of several back, on flat rooms, from a resource in room n
+ * (2 or more): it steps to room n - 1, as tide__shares_move(-1, open)
+ * steps it. 1: others are still out. Out of line, as give_unfilled. */
+TIDE__NOINLINE static int give_step_flat(struct tide_pool *p, uint32_t i,
+                                         uint32_t n)
+{
+    struct tide__shares *sh = &p->shares;
+    uint64_t top = sh->rooms.top;
+    tide__shares_flat_leave(sh, i, n, &top);
+    tide__shares_flat_enter(sh, i, n - 1, &top);
+    sh->rooms.top = top;
+    p->extra_loans--;
+    return 1;
+}
+
+/* A loan back, on flat rooms, from a resource counted in the census with
+ * `loans` (2 or more): it was full, or past its life and taken out of the
+ * rooms by a pick, or its capacity was lowered below its loans. Open again,
+ * it enters the room of loans - 1 if it has room there, or stays counted,
+ * as tide__shares_move(-1, open) moves it. 1: others are still out. Out of
+ * line: one give in `streams` comes here when they pack. */
+TIDE__NOINLINE static int give_unfilled(struct tide_pool *p, uint32_t i,
+                                        uint32_t loans)
+{
+    struct tide__shares *sh = &p->shares;
+    tide__shares_uncount(sh, loans);
+    p->extra_loans--;
+    if (loans - 1 >= sh->of[i].streams) {
+        sh->of[i].loans = (uint16_t)(loans - 1);
+        tide__shares_count(sh, loans - 1);
+        return 1;
+    }
+    uint64_t top = sh->rooms.top;
+    tide__shares_flat_enter(sh, i, loans - 1, &top);
+    sh->rooms.top = top;
+    return 1;
+}
+
 /* A give of a shared loan, straight from tide_pool_give, with no ticket
- * to settle: 1 while others are out, else last_loan_back, by a tail call
- * (inline, the way to the idle stack would cost every give the registers
- * it takes). The rest go to give_shared_slow. */
+ * to settle, on flat rooms. The last loan of a resource back, as every give
+ * is when loans spread over more resources than are lent, is settled here:
+ * it leaves the room of one loan as tide__shares_move(-1, open) takes it
+ * out, and goes on as last_loan_back, inline (the way to the idle stack
+ * would cost every give the registers it takes). One of several steps
+ * down a room in give_step_flat, one counted in the census (full, or past
+ * its life) in give_unfilled, by tail calls: each on its own needs no
+ * register saved. The rest go to give_shared_slow. */
 TIDE__NOINLINE int tide__pool_give_shared(struct tide_pool *p, uint32_t i,
                                           uint32_t at, int64_t now)
 {
-    if (now <= p->shedder.steady_after)
+    struct tide__shares *sh = &p->shares;
+    if (now <= p->shedder.steady_after || !tide__shares_flat(sh))
         return give_shared_slow(p, i, at, now);
-    tide__shares_move(&p->shares, i, -1, true); /* SHARED: open */
-    if (p->shares.of[i].loans > 0) {
-        p->extra_loans--;
-        return 1;
-    }
+    uint32_t n = sh->of[i].loans;
+    if (!tide__shares_in_room(sh, i))
+        return n > 1 ? give_unfilled(p, i, n) : give_shared_slow(p, i, at, now);
+    if (n > 1)
+        return give_step_flat(p, i, n);
+    uint64_t top = sh->rooms.top; /* SHARED: open, so in the room of one */
+    tide__shares_flat_leave(sh, i, 1, &top);
+    sh->of[i].loans = 0;
+    sh->of[i].prev = TIDE__SHARE_OUT;
+    sh->rooms.top = top;
     p->busy_count--;
-    return last_loan_back(p, i, at, now);
+    struct slot *s = &p->slots[i];
+    if (aged(s, now))
+        return tide__pool_leave_books(p, i, at);
+    return idle_or_leave(p, i, s->item, at, now);
 }
 
 int tide__pool_give_at_shared(struct tide_pool *p, uint32_t slot, int64_t now)

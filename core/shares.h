@@ -314,4 +314,68 @@ static TIDE__INLINE void tide__shares_lend_picked(struct tide__shares *sh,
     }
 }
 
+/* ---- flat rooms: the fast paths' moves ----
+ *
+ * With fewer than 64 rooms (streams up to 64) their set is the one word
+ * rooms.top. A take and a give then step a resource from one room to the
+ * next with that word in a register, written back once, and ask the levels
+ * once for both steps: the moves above ask them at every mark and unmark,
+ * and go through memory between the two, which cost a shared loan twice
+ * an exclusive one. The word the steps change is *top; the caller reads
+ * rooms.top into it and writes it back. */
+
+static inline bool tide__shares_flat(const struct tide__shares *sh)
+{
+    return sh->rooms.levels == 1;
+}
+
+/* Takes i, the newest of room n, out of it. */
+static TIDE__INLINE void tide__shares_flat_leave_head(struct tide__shares *sh,
+                                                      uint32_t i, uint32_t n,
+                                                      uint64_t *top)
+{
+    uint32_t next = sh->of[i].next;
+    sh->room[n] = next;
+    if (next == TIDE__SHARE_NONE)
+        *top &= ~tide__bit(n);
+    else
+        sh->of[next].prev = TIDE__SHARE_NONE;
+}
+
+/* Takes i, in room n, out of it, from wherever it is there. */
+static TIDE__INLINE void tide__shares_flat_leave(struct tide__shares *sh,
+                                                 uint32_t i, uint32_t n,
+                                                 uint64_t *top)
+{
+    struct tide__share *s = &sh->of[i];
+    uint32_t prev = s->prev;
+    uint32_t next = s->next;
+    if (next != TIDE__SHARE_NONE)
+        sh->of[next].prev = prev;
+    if (prev != TIDE__SHARE_NONE) {
+        sh->of[prev].next = next;
+    } else {
+        sh->room[n] = next;
+        if (next == TIDE__SHARE_NONE)
+            *top &= ~tide__bit(n);
+    }
+}
+
+/* Puts i, in no room, at the head of room n, and its loans at n. */
+static TIDE__INLINE void tide__shares_flat_enter(struct tide__shares *sh,
+                                                 uint32_t i, uint32_t n,
+                                                 uint64_t *top)
+{
+    struct tide__share *s = &sh->of[i];
+    uint32_t first = sh->room[n];
+    s->loans = (uint16_t)n;
+    s->prev = TIDE__SHARE_NONE;
+    s->next = first;
+    if (first == TIDE__SHARE_NONE)
+        *top |= tide__bit(n);
+    else
+        sh->of[first].prev = i;
+    sh->room[n] = i;
+}
+
 #endif

@@ -195,13 +195,15 @@ int tide_evpool_try_acquire_alone(struct tide_evpool *p, void **resource)
     return try_acquire(p, resource, true);
 }
 
-int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,
-                        bool alone)
+/* tide__lend_now_kind from the core's first answer t (not WAIT) on: every
+ * case, hooks and all, taking again while what it took was destroyed. */
+TIDE__NOINLINE static int lend_now_from(struct tide_evpool *p, int64_t now,
+                                        void **resource, bool alone,
+                                        struct tide_taken t)
 {
     int rc = TIDE_EWOULDBLOCK;
     bool changed = false; /* something destroyed, or the answer is no */
-    for (;;) {
-        struct tide_taken t = tide__take_idle_for(p, now, alone);
+    for (;; t = tide__take_idle_for(p, now, alone)) {
         if (t.answer == TIDE_WAIT) /* none idle */
             break;
         if (t.answer == TIDE_SHED) {
@@ -234,16 +236,35 @@ int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,
     return rc;
 }
 
-int tide_evpool_release(struct tide_evpool *p, void *resource)
+/* The common lend first, with no loop and no hook: an idle resource, READY,
+ * in a pool whose factory watches none and asks none alive, is lent as
+ * take_idle and lend_now_from would lend it (nothing ran that could close
+ * the pool or queue a caller, nothing was destroyed: no timer to follow).
+ * None idle is no answer either. The rest, from the same first answer, is
+ * lend_now_from's. */
+int tide__lend_now_kind(struct tide_evpool *p, int64_t now, void **resource,
+                        bool alone)
 {
-    if (!p)
-        return TIDE_EINVAL;
-    uint32_t i;
-    int rc = find_lent(p, resource, &i);
-    if (rc)
-        return rc;
-    if (p->shared)
-        return tide__shared_end(p, i, LOAN_RELEASED);
+    struct tide_taken t = tide__take_idle_for(p, now, alone);
+    if (t.answer == TIDE_WAIT)
+        return TIDE_EWOULDBLOCK;
+    if (t.answer != TIDE_READY)
+        return lend_now_from(p, now, resource, alone, t);
+    uint32_t i = tide__conn_of_key(t.item);
+    struct conn *c = &p->conns[i];
+    if (c->state != CONN_IDLE || p->factory.watch || p->factory.alive ||
+        p->closing || p->queued.count > 0)
+        return lend_now_from(p, now, resource, alone, t);
+    c->state = CONN_LENT;
+    loan_start(p, i);
+    *resource = c->resource;
+    return 0;
+}
+
+/* tide_evpool_release of lent conn i (streams 1), every case. */
+TIDE__NOINLINE static int release_lent(struct tide_evpool *p, uint32_t i,
+                                       void *resource)
+{
     struct conn *c = &p->conns[i];
     /* a first loan settles its make, which wants the time to the tick */
     if (c->untried)
@@ -272,6 +293,30 @@ int tide_evpool_release(struct tide_evpool *p, void *resource)
         tide__aside_start(p, i, ASIDE_RESET);
         return 0;
     }
+    give(p, i);
+    return 0;
+}
+
+/* The common release first: a loan of one, not its resource's first (no
+ * make to settle), with no retire_after, reusable() or reset to ask and the
+ * pool open, is release_lent's accepted release with nothing to decide:
+ * the backend's success, and the resource given back. */
+int tide_evpool_release(struct tide_evpool *p, void *resource)
+{
+    if (!p)
+        return TIDE_EINVAL;
+    uint32_t i;
+    int rc = find_lent(p, resource, &i);
+    if (rc)
+        return rc;
+    if (p->shared)
+        return tide__shared_end(p, i, LOAN_RELEASED);
+    if (p->conns[i].untried || p->retire_after != TIDE_UNLIMITED ||
+        p->factory.reusable || p->factory.reset || p->closing)
+        return release_lent(p, i, resource);
+    tide__evpool_now_fast(p);
+    tide__report(p, true);
+    p->lent--;
     give(p, i);
     return 0;
 }

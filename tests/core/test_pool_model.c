@@ -21,6 +21,8 @@ enum streams {
     ONE_LOAN, /* streams 1: the exclusive pool */
     SHARED,   /* 2 to 8, pack or spread */
     EITHER,   /* one or the other, by the episode */
+    MANY,     /* 60 to 140: rooms in one word (up to 64 streams) or in
+                 levels, whose takes and gives go different ways */
 };
 
 /* Random limits small enough that every answer comes up often. */
@@ -37,6 +39,8 @@ static struct tide_limits random_limits(uint64_t *rng, bool spread,
     l.spread = spread && rng_below(rng, 2) ? rng_roll(rng) : 0.0;
     if (streams == SHARED || (streams == EITHER && rng_below(rng, 2)))
         l.streams = 2 + rng_below(rng, 7);
+    else if (streams == MANY)
+        l.streams = 60 + rng_below(rng, 81);
     l.sharing = rng_below(rng, 2) ? TIDE_SHARING_SPREAD : TIDE_SHARING_PACK;
     return l;
 }
@@ -80,6 +84,12 @@ START_TEST(million_shared_operations_match_the_model)
 }
 END_TEST
 
+START_TEST(million_operations_with_many_streams_match_the_model)
+{
+    run_episodes(UINT64_C(0x6d616e79), NULL, true, MANY);
+}
+END_TEST
+
 START_TEST(million_operations_with_full_ward_keep_invariants)
 {
     /* The guards may refuse where the model would lend or make; every other
@@ -114,6 +124,7 @@ static Suite *model_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, million_operations_match_the_model);
     tcase_add_test(tc, million_shared_operations_match_the_model);
+    tcase_add_test(tc, million_operations_with_many_streams_match_the_model);
     tcase_add_test(tc, million_operations_with_full_ward_keep_invariants);
     tcase_add_test(tc, strikes_breaker_keeps_invariants);
     suite_add_tcase(s, tc);
