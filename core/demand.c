@@ -45,7 +45,8 @@ static int64_t loans_now(const struct tide_pool *p)
 
 /* Moves the ring to the period holding now, the periods passed over given
  * the loans out now, and notes them in the current one. */
-static void note_loans(struct tide__demand *d, int64_t now, int64_t loans)
+TIDE__NOINLINE static void note_loans(struct tide__demand *d, int64_t now,
+                                      int64_t loans)
 {
     int64_t t = period_of(now, d->width);
     if (!d->started || (uint64_t)t - (uint64_t)d->tick >= TIDE_DEMAND_TICKS) {
@@ -87,7 +88,7 @@ static bool at_share(const struct tide_pool *p, int64_t loans, int64_t live)
     return (double)loans >= p->limits.preconnect * capacity;
 }
 
-static bool due(const struct tide_pool *p, int64_t loans)
+TIDE__NOINLINE static bool due(const struct tide_pool *p, int64_t loans)
 {
     if (!p->demand.preconnect || p->closed || loans < 1)
         return false;
@@ -98,7 +99,7 @@ static bool due(const struct tide_pool *p, int64_t loans)
 /* The resources a peak of loans needs: one per streams loans, rounded up;
  * with preconnect, the fewest at which a preconnect is not due at that
  * peak, so shrink keeps what preconnect would open again. At most size. */
-static int64_t needed(const struct tide_pool *p, int64_t peak)
+TIDE__NOINLINE static int64_t needed(const struct tide_pool *p, int64_t peak)
 {
     if (peak <= 0)
         return 0;
@@ -137,12 +138,16 @@ struct tide_taken tide_pool_preconnect(struct tide_pool *p, int64_t now,
 }
 
 /* The idle ones beyond what demand needs and beyond least, with the
- * window brought to now. */
-static int64_t excess_now(struct tide_pool *p, int64_t now, int64_t least,
-                          int64_t *peak, int64_t *need)
+ * window brought to now (with demand off, what the loans out now need). */
+TIDE__NOINLINE static int64_t excess_now(struct tide_pool *p, int64_t now,
+                                         int64_t least, int64_t *peak,
+                                         int64_t *need)
 {
-    note_loans(&p->demand, now, loans_now(p));
-    *peak = window_peak(&p->demand);
+    *peak = loans_now(p);
+    if (p->demand.width) {
+        note_loans(&p->demand, now, *peak);
+        *peak = window_peak(&p->demand);
+    }
     *need = needed(p, *peak);
     int64_t keep = *need > least ? *need : least;
     int64_t excess = live(p) - keep;
@@ -201,17 +206,8 @@ void tide_pool_demand(struct tide_pool *p, int64_t now, struct tide_demand *out)
     if (!out)
         return;
     *out = (struct tide_demand){0};
-    if (!p)
-        return;
-    if (!p->demand.width) {
-        out->peak = loans_now(p);
-        out->needed = needed(p, out->peak);
-        int64_t excess = live(p) - out->needed;
-        if (excess > p->idle_count)
-            excess = p->idle_count;
-        out->excess = excess > 0 ? excess : 0;
-        return;
+    if (p) {
+        out->excess = excess_now(p, now, 0, &out->peak, &out->needed);
+        out->period = p->demand.width;
     }
-    out->excess = excess_now(p, now, 0, &out->peak, &out->needed);
-    out->period = p->demand.width;
 }
