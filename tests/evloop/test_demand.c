@@ -348,7 +348,7 @@ START_TEST(quiet_spell_after_a_burst_settles_and_stays)
     ck_assert_int_le(s.live, 6);
     ck_assert_uint_le(s.made - settled.made, 2);
     ck_assert_uint_le(s.demand_retired - settled.demand_retired, 2);
-    ck_assert_uint_gt(s.acquires - settled.acquires, 2000);
+    ck_assert_uint_gt(s.acquires - settled.acquires, 500); /* served on */
     load_stop(&l);
 }
 END_TEST
