@@ -44,7 +44,7 @@ static void die(const char *what)
 
 static const int field_counts[] = {1000, 2000, 4000};
 #define N_COUNTS       (sizeof field_counts / sizeof field_counts[0])
-#define REQUEST_FIELDS 100 /* the proxy's count (proxy.c FIELDS_MAX) */
+#define REQUEST_FIELDS 100 /* the proxy's count (FIELDS_MAX) */
 
 /* A head with `n` header fields: a Connection header naming the last,
  * then n - 1 others ("x0000: v"), short so 4,000 fit libhttp-parser's

@@ -1,8 +1,11 @@
 /* The virtual-time simulator, native: runs the engine to its end and prints
  * its rows, as fast as the machine goes (thousands of times real time).
  *
- *   vsim [--heads] [--fields] [--bench] [--help] [name=value ...]
+ *   vsim [--heads] [--fields] [--steps] [--bench] [--help] [name=value ...]
  *
+ * --steps prints, instead of the rows, the pool at every step of the run
+ * (steps.h: each millisecond, "ms lent idle waiting"), what the page's
+ * chart is drawn from.
  * --fields prints after each row its fields by name (name=value ...), as
  * the page reads them. --bench prints, instead of the rows, how many decisions
  * the core made (take, made, give, ...) and how fast, against the wall clock.
@@ -16,6 +19,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "steps.h"
 
 /* C11's clock, so the program needs no POSIX feature macro. */
 static double wall_seconds(void)
@@ -35,12 +39,37 @@ static void print_fields(const struct web_row *r)
     putchar('\n');
 }
 
+/* Runs e to its end printing every step, a ring's worth at a time. 0, or
+ * a tidepool code when the recorder could not be made. */
+static int print_steps(struct web_engine *e)
+{
+    enum { CAP = 1024 };
+    struct web_steps *s;
+    int rc = web_steps_new(e, CAP, &s);
+    if (rc)
+        return rc;
+    int32_t out[CAP * WEB_STEP_VALUES];
+    uint32_t n;
+    do {
+        web_steps_run(s, INT64_MAX);
+        n = web_steps_take(s, out, CAP);
+        for (uint32_t k = 0; k < n; k++) {
+            const int32_t *v = &out[k * WEB_STEP_VALUES];
+            printf("%ld %ld %ld %ld\n", (long)v[WEB_STEP_MS],
+                   (long)v[WEB_STEP_LENT], (long)v[WEB_STEP_IDLE],
+                   (long)v[WEB_STEP_WAITING]);
+        }
+    } while (n == CAP);
+    web_steps_free(s);
+    return 0;
+}
+
 /* Prints the usage and the parameters' names on out and returns code, the
  * exit status: 2 for a command line refused, 0 for --help. */
 static int usage(FILE *out, const char *argv0, int code)
 {
     fprintf(out,
-            "usage: %s [--heads] [--fields] [--bench] [--help] "
+            "usage: %s [--heads] [--fields] [--steps] [--bench] [--help] "
             "[name=value ...]\nnames:",
             argv0);
     for (int i = 0; web_param_name(i); i++)
@@ -53,7 +82,7 @@ int main(int argc, char **argv)
 {
     double params[WEB_PARAMS];
     web_params_preset(params);
-    bool heads = false, bench = false, fields = false;
+    bool heads = false, bench = false, fields = false, steps = false;
     for (int i = 1; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
         if (!strcmp(argv[i], "--heads")) {
@@ -62,6 +91,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--fields")) {
             fields = true;
+            continue;
+        }
+        if (!strcmp(argv[i], "--steps")) {
+            steps = true;
             continue;
         }
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
@@ -102,6 +135,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "vsim: parameters refused: %s\n",
                     tide_strerror(rc));
         return 1;
+    }
+    if (steps) {
+        rc = print_steps(e);
+        web_engine_free(e);
+        if (rc)
+            fprintf(stderr, "vsim: %s\n", tide_strerror(rc));
+        return rc ? 1 : 0;
     }
     if (heads)
         puts(web_row_heads());

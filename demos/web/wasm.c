@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "engine.h"
+#include "steps.h"
 
 #define EXPORT(name) __attribute__((export_name(name)))
 
@@ -138,4 +139,38 @@ EXPORT("row_text_size") int web_row_text_size(void)
 EXPORT("row_heads") const char *web_wasm_row_heads(void)
 {
     return web_row_heads();
+}
+
+/* A recorder of e's every step (steps.h), holding up to cap; 0 when memory
+ * ran out. From then on run e with steps_run only. Free it (before e) with
+ * steps_free. */
+EXPORT("steps_new")
+struct web_steps *web_wasm_steps_new(struct web_engine *e, int cap)
+{
+    struct web_steps *s;
+    return cap > 0 && web_steps_new(e, (uint32_t)cap, &s) == 0 ? s : NULL;
+}
+
+EXPORT("steps_free") void web_wasm_steps_free(struct web_steps *s)
+{
+    web_steps_free(s);
+}
+
+/* Runs to `until` ns recording each step, or until the ring is full; the
+ * number of rows closed. */
+EXPORT("steps_run") int web_wasm_steps_run(struct web_steps *s, int64_t until)
+{
+    return (int)web_steps_run(s, until);
+}
+
+/* Up to max of the oldest steps into out[max * step_values()]; how many. */
+EXPORT("steps_take")
+int web_wasm_steps_take(struct web_steps *s, int32_t *out, int max)
+{
+    return max > 0 ? (int)web_steps_take(s, out, (uint32_t)max) : 0;
+}
+
+EXPORT("step_values") int web_wasm_step_values(void)
+{
+    return WEB_STEP_VALUES;
 }

@@ -1,7 +1,7 @@
 // The differential test: for fixed seeds and scenarios, the engine built to
 // wasm (run here, in node) and the native engine (vsim) print the same rows,
-// byte for byte, and every field of every row (what the page's boards show)
-// alike too.
+// byte for byte, every field of every row (what the page's boards show)
+// alike too, and every step (what the page's chart is drawn from).
 //
 //   node differential.mjs VSIM ENGINE.wasm
 //
@@ -30,8 +30,13 @@ for (const s of SCENARIOS) {
   const native = execFileSync(vsim, ['--fields', ...args(s)],
     { encoding: 'utf8' });
   const e = new Engine(ex, s);
-  // in uneven steps, as the page runs it: rows do not depend on the steps
-  for (let t = 0; !e.done(); t += 333333337) e.run(t);
+  // in uneven turns, as the page runs it: rows do not depend on the turns
+  const steps = [];
+  const onSteps = (v) => {
+    for (let i = 0; i < v.length; i += e.stepValues)
+      steps.push(Array.from(v.subarray(i, i + e.stepValues)).join(' ') + '\n');
+  };
+  for (let t = 0; !e.done(); t += 333333337) e.run(t, onSteps);
   const lines = [];
   for (let i = 0; i < e.rows; i++) {
     lines.push(e.rowText(i) + '\n');
@@ -41,6 +46,18 @@ for (const s of SCENARIOS) {
   e.free();
   const fromWasm = lines.join('');
   const name = args(s).join(' ');
+  const nativeSteps = execFileSync(vsim, ['--steps', ...args(s)],
+    { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const wasmSteps = steps.join('');
+  if (wasmSteps === nativeSteps && steps.length === e.rows * 1000 + 1) {
+    console.log(`ok: ${name}: ${steps.length} steps alike`);
+  } else {
+    failed++;
+    const a = nativeSteps.split('\n');
+    const i = a.findIndex((line, k) => line + '\n' !== steps[k]);
+    console.log(`FAIL: ${name}: step ${i} differs (of ${steps.length})\n` +
+      `  native: ${a[i]}\n  wasm:   ${steps[i]}`);
+  }
   if (fromWasm === native && lines.length > 0) {
     console.log(`ok: ${name}: ${lines.length / 2} rows and their fields alike`);
     continue;
