@@ -20,6 +20,9 @@ struct tide_limits tide_limits_resolve(struct tide_limits l)
         l.life = TIDE_FOREVER;
     if (l.streams == 0)
         l.streams = 1;
+    /* half the excess a period, as HAProxy closes idle connections */
+    if (l.retire == 0.0)
+        l.retire = 0.5;
     return l;
 }
 
@@ -27,9 +30,13 @@ int tide_limits_check(const struct tide_limits *l)
 {
     if (!l)
         return TIDE_EINVAL;
-    if (l->size < 0 || l->idle < 0 || l->keep < 0 || l->life < 0)
+    if (l->size < 0 || l->idle < 0 || l->keep < 0 || l->life < 0 ||
+        l->demand < 0)
         return TIDE_ELIMITS;
     if (!(l->spread >= 0.0 && l->spread <= 1.0))
+        return TIDE_ELIMITS;
+    if (!(l->retire >= 0.0 && l->retire <= 1.0) ||
+        !(l->preconnect >= 0.0 && l->preconnect <= 1.0))
         return TIDE_ELIMITS;
     if (l->streams < 0 || l->streams > TIDE_STREAMS_MAX)
         return TIDE_ELIMITS;
@@ -49,7 +56,8 @@ bool tide_limits_equal(const struct tide_limits *a, const struct tide_limits *b)
     struct tide_limits y = resolved_or_presets(b);
     return x.size == y.size && x.idle == y.idle && x.keep == y.keep &&
            x.life == y.life && x.spread == y.spread && x.streams == y.streams &&
-           x.sharing == y.sharing;
+           x.sharing == y.sharing && x.demand == y.demand &&
+           x.retire == y.retire && x.preconnect == y.preconnect;
 }
 
 bool tide_limits_not_equal(const struct tide_limits *a,
@@ -206,6 +214,13 @@ int tide_limits_format(const struct tide_limits *limits, char *buf, size_t len)
     put_share(&t, " spread=", l.spread);
     put_count(&t, " streams=", l.streams);
     put_sharing(&t, l.sharing);
+    /* off by preset, and then not printed: the text stays what it was */
+    if (l.demand != 0 && l.demand != TIDE_FOREVER) {
+        put_span(&t, " demand=", l.demand);
+        put_share(&t, " retire=", l.retire);
+    }
+    if (l.preconnect != 0.0)
+        put_share(&t, " preconnect=", l.preconnect);
     if (len > 0)
         buf[t.at < len ? t.at : len - 1] = '\0';
     return (int)t.at;

@@ -265,6 +265,7 @@ int tide_pool_new(const struct tide_limits *limits,
     p->pushed_place = NIL;
     p->reserved = (struct list){NIL, NIL};
     absent_guards(p);
+    tide__demand_init(&p->demand, &p->limits);
     tide__itemmap_init(&p->map);
     if (p->limits.streams > 1) {
         if (tide__shares_init(&p->shares, (uint32_t)p->limits.streams) != 0) {

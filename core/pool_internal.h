@@ -31,6 +31,7 @@
 #define TIDEPOOL_CORE_POOL_INTERNAL_H
 
 #include "core_internal.h"
+#include "demand.h"
 #include "itemmap.h"
 #include "shares.h"
 
@@ -108,6 +109,8 @@ struct tide_pool {
      * probe was let through once the hold ended and is being made (made,
      * made_untried or unmade ends it). Never set without a failure. */
     bool probing;
+    /* Connections by demand (demand.c); untouched by take and give. */
+    struct tide__demand demand;
 };
 
 /* ---- the idle stack ---- */

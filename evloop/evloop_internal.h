@@ -255,6 +255,9 @@ struct counters {
     uint64_t broken;
     uint64_t stale_loans;
     uint64_t held;
+    uint64_t preconnects;
+    uint64_t demand_retired;
+    uint64_t connect_waits;
 };
 
 /* A timer that is armed only while there is work for it. */
@@ -359,6 +362,11 @@ struct tide_evpool {
     struct upkeep_timer health;
     struct upkeep_timer leak;
     struct upkeep_timer lag;
+    struct upkeep_timer shrink; /* demand: idle beyond it retired (demand.c) */
+    /* connections by demand (demand.c): loans are noted as they start,
+     * and the pump opens the preconnects they make due */
+    bool noting;
+    bool preconnecting;
     unsigned upkeep_key; /* what the timers were last synced for */
     struct event closed_ev;
 
@@ -695,5 +703,14 @@ void tide__topup(struct tide_evpool *p);
 
 /* health.c */
 void tide__health_round(struct tide_evpool *p);
+
+/* demand.c */
+/* Reads the knobs from the core's limits: what is noted, and the shrink
+ * timer's period (before tide__upkeep_init). */
+void tide__demand_setup(struct tide_evpool *p);
+/* The pump's step: the preconnects the core says are due. */
+void tide__preconnect(struct tide_evpool *p);
+/* The shrink timer's work. */
+void tide__shrink(struct tide_evpool *p);
 
 #endif

@@ -166,6 +166,7 @@ int tide_evpool_new(struct event_base *base, const struct tide_factory *factory,
     tide__wake_init(p, &p->retry);
     tide__deadlines_init(p);
     event_assign(&p->closed_ev, base, -1, 0, on_closed, p);
+    tide__demand_setup(p);
     tide__upkeep_init(p, o.evict_interval, o.health_interval, o.lag_interval);
     *out = p;
     if (p->min > 0)
@@ -280,6 +281,7 @@ static void free_now(struct tide_evpool *p)
     event_debug_unassign(&p->health.ev);
     event_debug_unassign(&p->leak.ev);
     event_debug_unassign(&p->lag.ev);
+    event_debug_unassign(&p->shrink.ev);
     event_debug_unassign(&p->topup_wake.ev);
     tide__conns_dispose(p);
     tide_pool_free(p->core);
@@ -356,6 +358,12 @@ void tide_evpool_stats(struct tide_evpool *p, struct tide_evpool_stats *out)
     out->recent_p90 = tide__waits_quantile(&recent, 0.90);
     out->recent_p99 = tide__waits_quantile(&recent, 0.99);
     out->recent_max = recent.max;
+    out->preconnects = c->preconnects;
+    out->demand_retired = c->demand_retired;
+    out->connect_waits = c->connect_waits;
+    struct tide_demand d;
+    tide_pool_demand(p->core, now, &d);
+    out->needed = d.needed;
 }
 
 int tide_evpool_last_error(const struct tide_evpool *p, char *buf, size_t len)

@@ -7,6 +7,10 @@ static TIDE__INLINE void loan_start(struct tide_evpool *p, uint32_t i)
 {
     struct conn *c = &p->conns[i];
     c->loans++;
+    /* demand: the core keeps the peak from each loan; one that makes a
+     * preconnect due has the pump open it (demand.c) */
+    if (p->noting && tide_pool_note(p->core, p->now))
+        tide__serve_schedule(p);
     /* one more loan of a resource lent already (streams > 1): it counts
      * as lent once, from its first */
     if (p->shared && c->out++ > 0)

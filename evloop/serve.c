@@ -76,6 +76,7 @@ static void hand_over(struct tide_evpool *p, uint32_t i)
 void tide__serve_made(struct tide_evpool *p, uint32_t i)
 {
     if (p->queued.count > 0 && !p->closing) {
+        p->counters.connect_waits++; /* the head waited for this connect */
         hand_over(p, i);
         tide__serve_schedule(p);
         return;
@@ -324,6 +325,8 @@ void tide__serve(struct tide_evpool *p)
         drop_retry_if_unwanted(p);
         if (p->min > 0) /* most pools keep no minimum: no call */
             tide__topup(p);
+        if (p->preconnecting && !p->free_pending)
+            tide__preconnect(p);
         tide__waiters_deliver(p);
     } while (!p->free_pending && p->pump_again && ++rounds < SERVE_ROUNDS);
     p->pumping = false;

@@ -171,6 +171,7 @@ void tide__upkeep_init(struct tide_evpool *p, int64_t evict_interval,
     timer_init(p, &p->health, tide__health_round);
     timer_init(p, &p->leak, scan_leaks);
     timer_init(p, &p->lag, lag_work);
+    timer_init(p, &p->shrink, tide__shrink);
 }
 
 /* Arms t when it has work and is not armed yet (an armed one keeps its
@@ -211,6 +212,7 @@ void tide__upkeep_sync(struct tide_evpool *p)
     want(p, &p->health, live > 0 && !p->closing);
     want(p, &p->leak, live > 0);
     want(p, &p->lag, live > 0 || p->queued.count > 0);
+    want(p, &p->shrink, live > 0 && !p->closing);
     if (!p->evict.armed)
         tide__waiters_trim(p); /* no round is coming to do it */
 }
@@ -223,5 +225,6 @@ void tide__upkeep_stop(struct tide_evpool *p)
     stop(&p->health);
     stop(&p->leak);
     stop(&p->lag);
+    stop(&p->shrink);
     tide__waiters_trim(p);
 }

@@ -164,3 +164,57 @@ bool check_run(const struct row *rows, int n, int64_t size, FILE *out)
                : "a phase did not show what it should");
     return ok;
 }
+
+bool check_square(const struct row *rows, int n, FILE *out)
+{
+    int bursts = 0;
+    bool in_burst = false;
+    int64_t made = 0, waited = 0, ahead = 0, retired = 0, peak = 0;
+    bool served = n > 0;
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        if (r->phase == BURST && !in_burst)
+            bursts++;
+        in_burst = r->phase == BURST;
+        /* the first second of each burst and of what follows: the load
+         * changed within it (phases start just after a whole second) */
+        if (bursts >= 2 && r->phase != AFTER) {
+            made += r->made;
+            waited += r->waited;
+        }
+        if (r->phase == BURST && r->lent + r->idle > peak)
+            peak = r->lent + r->idle;
+        ahead += r->ahead;
+        if (r->phase == AFTER)
+            retired += r->retired;
+        served &= r->served > 0;
+    }
+    const struct row *last = n > 0 ? &rows[n - 1] : NULL;
+    int64_t end = last ? last->lent + last->idle : 0;
+
+    struct line l = line_begin(out);
+    fputs("check bursts:", out);
+    line_point(&l, bursts >= 2, "%d bursts", bursts);
+    line_point(&l, made == 0 && waited == 0,
+               "from the second on %lld made, %lld waited for a connect",
+               (long long)made, (long long)waited);
+    bool ok = line_end(&l);
+
+    l = line_begin(out);
+    fputs("check ahead:", out);
+    line_point(&l, ahead > 0, "%lld preconnects", (long long)ahead);
+    ok &= line_end(&l);
+
+    l = line_begin(out);
+    fputs("check after:", out);
+    line_point(&l, retired > 0, "%lld retired by demand", (long long)retired);
+    line_point(&l, last && last->phase == AFTER && end * 2 <= peak,
+               "%lld live at the end, from %lld in the bursts", (long long)end,
+               (long long)peak);
+    line_point(&l, served, "served every second");
+    ok &= line_end(&l);
+    fprintf(out, "check: %s\n",
+            ok ? "the square wave showed what it should"
+               : "the square wave did not show what it should");
+    return ok;
+}

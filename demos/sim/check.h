@@ -19,4 +19,14 @@
  *             came back (ACTIVE), serving to the last second. */
 bool check_run(const struct row *rows, int n, int64_t size, FILE *out);
 
+/* Checks a square wave's rows (--square), one verdict line each:
+ *   bursts    from the second burst on, nothing made and nobody waited
+ *             for a connect: the bursts are served by connections kept
+ *             from the one before;
+ *   ahead     preconnects opened connections before callers needed them;
+ *   after     once the bursts stop, the pool stepped down (retired by
+ *             demand) to at most twice what the calm load used at once,
+ *             and served every second. */
+bool check_square(const struct row *rows, int n, FILE *out);
+
 #endif

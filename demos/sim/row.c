@@ -1,7 +1,7 @@
 #include "row.h"
 
-static const char *const phase_names[PHASES] = {"calm", "burst", "drain",
-                                                "outage", "recovery"};
+static const char *const phase_names[PHASES] = {"calm",   "burst",    "drain",
+                                                "outage", "recovery", "after"};
 
 const char *phase_name(enum phase p)
 {
@@ -49,8 +49,17 @@ void row_held(struct row *r, int64_t pause)
         r->held = pause;
 }
 
-void row_print_legend(FILE *out)
+void row_print_legend(FILE *out, bool demand)
 {
+    if (demand) {
+        fputs("now: lent idle wait; this second: made ahead(preconnects) "
+              "retired(by demand) waited(for a connect) served; p99ms: 60 s\n",
+              out);
+        fputs("  t phase    lent idle wait made ahead retired waited served "
+              "p99ms breaker\n",
+              out);
+        return;
+    }
     /* at most 100 columns, as the rows */
     fputs("now: lent idle wait; this second: made failed(makes) timeout "
           "qfull shed served breaker; p99ms: 60 s\n",
@@ -76,6 +85,19 @@ static void print_trail(FILE *out, const struct row *r)
 
 void row_print(FILE *out, const struct row *r, int n)
 {
+    if (r->demand) {
+        fprintf(out,
+                "%3d %-8s %4lld %4lld %4lld %4lld %5lld %7lld %6lld "
+                "%6lld %5.1f ",
+                n, phase_name(r->phase), (long long)r->lent, (long long)r->idle,
+                (long long)r->waiting, (long long)r->made, (long long)r->ahead,
+                (long long)r->retired, (long long)r->waited,
+                (long long)r->served, (double)r->p99 / 1e6);
+        print_trail(out, r);
+        fputc('\n', out);
+        fflush(out);
+        return;
+    }
     fprintf(out,
             "%3d %-8s %4lld %4lld %4lld %4lld %6lld %7lld %5lld %4lld %6lld "
             "%5.1f ",

@@ -7,7 +7,8 @@
 
 #include <tidepool/evloop.h>
 
-enum phase { CALM, BURST, DRAIN, OUTAGE, RECOVERY, PHASES };
+/* AFTER: the square wave's end, the calm load that follows its bursts. */
+enum phase { CALM, BURST, DRAIN, OUTAGE, RECOVERY, AFTER, PHASES };
 
 /* The breaker's states within one second, in order. INACTIVE lasts a whole
  * cooldown, so a second seldom holds more than three. */
@@ -29,6 +30,11 @@ struct row {
     int64_t held;
     enum tide_breaker_state trail[ROW_TRAIL];
     int n_trail;
+    /* the square wave (--square): connections by demand, in the second */
+    bool demand;     /* printed only then */
+    int64_t ahead;   /* preconnects: makes opened before a caller waited */
+    int64_t retired; /* idle ones retired as beyond recent demand */
+    int64_t waited;  /* acquires that waited for a connect */
 };
 
 /* A row with nothing in it yet, the breaker last seen in state b. */
@@ -46,8 +52,9 @@ const char *phase_name(enum phase p);
 /* The API's name of a breaker state: ACTIVE, INACTIVE, RECOVERING. */
 const char *breaker_name(enum tide_breaker_state b);
 
-/* The legend (one line: what each column is) and the column heads. */
-void row_print_legend(FILE *out);
+/* The legend (one line: what each column is) and the column heads; with
+ * demand, the square wave's columns (ahead, retired, waited) too. */
+void row_print_legend(FILE *out, bool demand);
 /* Prints row r, the n-th second of the run (from 1), in at most 100
  * columns. */
 void row_print(FILE *out, const struct row *r, int n);

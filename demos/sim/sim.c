@@ -5,7 +5,16 @@
  * backend outage (connections refused: makes fail, backoff holds them, the
  * breaker opens (INACTIVE), probes (RECOVERING) and recovers (ACTIVE)).
  *
- *   sim [--seconds N] [--seed S] [--check] [--help]
+ *   sim [--seconds N] [--seed S] [--square] [--check] [--help]
+ *
+ * --square runs a square wave instead (36 s by default): bursts of 700
+ * requests a second (about 11 connections busy) and calm spells of 60, 3 s
+ * each, for the first two thirds, then calm to the end; its pool keeps
+ * connections by demand (a window of 6 s) and preconnects at 0.8, so the
+ * rows show the bursts served by connections kept from the one before
+ * (nothing made, nobody waiting for a connect), the preconnects ahead of
+ * callers, and once the bursts stop, the pool stepping down to what the
+ * calm needs (retired); --check verifies each of those.
  *
  * --seconds scales the whole run (24 by default, a whole number from 5 to
  * 120: one row a second, so a fraction would print a run it does not make);
@@ -37,13 +46,23 @@
 
 /* requests per second in each phase; the burst needs about 11 connections
  * busy at 15 ms each, more than the pool has */
-static const double phase_rate[PHASES] = {60, 700, 60, 60, 60};
+static const double phase_rate[PHASES] = {60, 700, 60, 60, 60, 60};
+/* the phased run's phases (the square wave has its own: AFTER) */
+#define RUN_PHASES (RECOVERY + 1)
 /* where each phase starts, as a share of the run */
-static const double phase_share[PHASES] = {0, 0.25, 0.42, 0.58, 0.75};
+static const double phase_share[RUN_PHASES] = {0, 0.25, 0.42, 0.58, 0.75};
 /* The pool's limits, printed in the header by name as the core spells
  * them. */
 static const struct tide_limits sim_limits =
     TIDE_LIMITS_INIT(.size = POOL_SIZE, .keep = TIDE_SEC(5));
+/* The square wave's: keep left at its 30 minutes, so what retires the
+ * burst's connections is demand; room for a burst and its headroom. */
+#define SQUARE_SIZE   24
+#define SQUARE_SPELL  TIDE_SEC(3)
+#define SQUARE_WINDOW TIDE_SEC(6)
+static const struct tide_limits square_limits =
+    TIDE_LIMITS_INIT(.size = SQUARE_SIZE, .demand = SQUARE_WINDOW,
+                     .preconnect = 0.8);
 
 /* Each phase starts this long after a whole second, so the row closed at
  * each whole second (by the first tick past it) covers one phase only. */
@@ -58,7 +77,8 @@ struct sim {
     struct event *tick; /* every 10 ms: close a second's row, issue requests */
     int64_t started;    /* ns */
     double seconds;
-    int64_t starts[PHASES]; /* ns from started */
+    bool square;                /* the square wave, not the phased run */
+    int64_t starts[RUN_PHASES]; /* ns from started */
     enum phase phase;
     double owed; /* requests due but not yet issued */
     /* what the pool did so far; each row is the difference */
@@ -182,7 +202,7 @@ static void ask(struct sim *s)
 static void plan_phases(struct sim *s)
 {
     int64_t second = 0;
-    for (int i = 1; i < PHASES; i++) {
+    for (int i = 1; i < RUN_PHASES; i++) {
         int64_t at = (int64_t)(phase_share[i] * s->seconds + 0.5);
         second = at > second ? at : second + 1;
         s->starts[i] = TIDE_SEC(second) + PHASE_OFFSET;
@@ -192,8 +212,18 @@ static void plan_phases(struct sim *s)
 /* The phase in force `t` ns into the run. */
 static enum phase phase_at(const struct sim *s, int64_t t)
 {
+    if (s->square) {
+        /* spells of SQUARE_SPELL from PHASE_OFFSET on, calm first; the
+         * last third calm (AFTER) */
+        int64_t at = t - PHASE_OFFSET;
+        if (at < 0)
+            return CALM;
+        if (at >= TIDE_SEC(1) * (int64_t)(s->seconds * 2 / 3))
+            return AFTER;
+        return at / SQUARE_SPELL % 2 ? BURST : CALM;
+    }
     enum phase p = CALM;
-    for (int i = 1; i < PHASES; i++)
+    for (int i = 1; i < RUN_PHASES; i++)
         if (t >= s->starts[i])
             p = (enum phase)i;
     return p;
@@ -231,6 +261,10 @@ static void close_row(struct sim *s, const struct tide_evpool_stats *st)
     /* refused at once: shed by the breaker or the shedder, or told that
      * makes are held after a failed make (stats.held) */
     r->shed = (int64_t)(st->shed + st->held - s->last.shed - s->last.held);
+    r->demand = s->square;
+    r->ahead = (int64_t)(st->preconnects - s->last.preconnects);
+    r->retired = (int64_t)(st->demand_retired - s->last.demand_retired);
+    r->waited = (int64_t)(st->connect_waits - s->last.connect_waits);
     s->last = *st;
 }
 
@@ -303,7 +337,7 @@ static int open_pool(struct sim *s, uint64_t seed)
     struct tide_backoff backoff = {0};
     struct tide_shedder_options shedder = {0};
     struct tide_evpool_options o = {
-        .limits = sim_limits,
+        .limits = s->square ? square_limits : sim_limits,
         .ward = {.breaker = &breaker, .backoff = &backoff, .shedder = &shedder},
         .min = 2,
         .make_timeout = TIDE_MS(500),
@@ -327,11 +361,12 @@ static int run(struct sim *s, uint64_t seed)
         return 1;
     }
     char limits[TIDE_LIMITS_TEXT];
-    (void)tide_limits_format(&sim_limits, limits, sizeof limits);
+    (void)tide_limits_format(s->square ? &square_limits : &sim_limits, limits,
+                             sizeof limits);
     printf("tidepool simulator: a pool (%s) on 127.0.0.1:%u, echo in %d ms, "
            "%.0f s\n",
            limits, echo_server_port(s->server), SERVICE_MS, s->seconds);
-    row_print_legend(stdout);
+    row_print_legend(stdout, s->square);
     plan_phases(s);
     s->started = now_ns();
     row_start(&s->row, TIDE_BREAKER_ACTIVE);
@@ -391,15 +426,18 @@ static bool read_seed(const char *v, uint64_t *out)
 
 static void usage(FILE *out, const char *argv0)
 {
-    fprintf(out, "usage: %s [--seconds N] [--seed S] [--check] [--help]\n",
+    fprintf(out,
+            "usage: %s [--seconds N] [--seed S] [--square] [--check] "
+            "[--help]\n",
             argv0);
 }
 
 int main(int argc, char **argv)
 {
-    double seconds = 24;
+    double seconds = 0; /* 24, or 36 for --square */
     uint64_t seed = 0;
     bool check = false;
+    bool square = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool valued = !strcmp(a, "--seconds") || !strcmp(a, "--seed");
@@ -416,6 +454,8 @@ int main(int argc, char **argv)
                 return 2;
         } else if (!strcmp(a, "--check")) {
             check = true;
+        } else if (!strcmp(a, "--square")) {
+            square = true;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout, argv[0]);
             return 0;
@@ -427,10 +467,13 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     static struct sim s; /* large (a row per second): not on the stack */
-    s.seconds = seconds;
+    s.seconds = seconds > 0 ? seconds : square ? 36 : 24;
+    s.square = square;
     int rc = run(&s, seed);
     bool ok =
-        rc == 0 && (!check || check_run(s.rows, s.n_rows, POOL_SIZE, stdout));
+        rc == 0 &&
+        (!check || (square ? check_square(s.rows, s.n_rows, stdout)
+                           : check_run(s.rows, s.n_rows, POOL_SIZE, stdout)));
     dispose(&s);
     return ok ? 0 : 1;
 }

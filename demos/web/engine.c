@@ -64,6 +64,7 @@ struct web_engine {
     double owed; /* arrivals: the fraction carried to the next tick */
     uint64_t decisions;
     int64_t lent;
+    bool noting; /* demand or preconnect on: loans are noted */
 
     struct web_row row; /* the second in progress */
     struct web_row *rows;
@@ -102,8 +103,9 @@ static enum web_phase phase_at(const struct web_engine *e, int64_t t)
     int64_t outage_end = outage + TIDE_SEC(1) * (int64_t)p[WEB_P_OUTAGE_LEN_S];
     if (t >= outage && t < outage_end)
         return WEB_OUTAGE;
+    int64_t wave = TIDE_SEC(1) * (int64_t)p[WEB_P_WAVE_S];
     if (t >= burst && t < burst_end)
-        return WEB_BURST;
+        return wave == 0 || (t - burst) / wave % 2 == 0 ? WEB_BURST : WEB_CALM;
     if (outage_end > outage && t >= outage_end)
         return WEB_RECOVERY;
     if (burst_end > burst && t >= burst_end)
@@ -281,6 +283,22 @@ static int64_t service_time(struct web_engine *e)
     return ns > 0 ? ns : 1;
 }
 
+static void start_make(struct web_engine *e);
+
+/* The preconnects the core says are due, each a make for nobody in
+ * particular, as the top-up's (the evloop adapter's pump does the same). */
+static void ahead(struct web_engine *e)
+{
+    for (;;) {
+        e->decisions++;
+        struct tide_taken t = tide_pool_preconnect(e->pool, e->now, roll(e));
+        if (t.answer != TIDE_MAKE)
+            return;
+        e->row.preconnects++;
+        start_make(e);
+    }
+}
+
 static void lend(struct web_engine *e, uint32_t i, uint32_t w)
 {
     struct conn *c = &e->conns[i];
@@ -290,6 +308,12 @@ static void lend(struct web_engine *e, uint32_t i, uint32_t w)
     e->lent++;
     web_waits_add(&e->waits, e->now / TIDE_SEC(1), e->now - since);
     schedule(e, e->now + service_time(e), WEB_EV_SERVED, i, c->gen, false);
+    /* demand: every loan noted, as evloop notes them (off: no call) */
+    if (e->noting) {
+        e->decisions++;
+        if (tide_pool_note(e->pool, e->now))
+            ahead(e);
+    }
 }
 
 static void start_make(struct web_engine *e)
@@ -486,6 +510,9 @@ static void close_row(struct web_engine *e)
     r->backoff_hold = g.backoff_hold;
     r->ceiling_milli =
         g.shedder_ceiling < 0 ? -1 : (int64_t)(g.shedder_ceiling * 1000 + 0.5);
+    struct tide_demand d;
+    tide_pool_demand(e->pool, e->now, &d);
+    r->needed = d.needed;
     e->rows[e->n_rows++] = *r;
     enum tide_breaker_state b = web_engine_breaker(e);
     *r = (struct web_row){.trail = {b}, .n_trail = 1};
@@ -510,16 +537,25 @@ static void top_up(struct web_engine *e)
     }
 }
 
+/* Eviction, and with demand the idle ones beyond the window's peak,
+ * never below min (off: no call, so the rows are what they always were). */
 static void evict(struct web_engine *e)
 {
     void *out[16];
     size_t n;
-    do {
-        e->decisions++;
-        n = tide_pool_evict(e->pool, e->now, out, 16);
-        for (size_t k = 0; k < n; k++)
-            conn_close(e, index_of(e, out[k]));
-    } while (n == 16);
+    for (int shrink = 0; shrink < 1 + (e->params[WEB_P_DEMAND_S] > 0);
+         shrink++) {
+        do {
+            e->decisions++;
+            n = shrink
+                    ? tide_pool_shrink(e->pool, e->now,
+                                       (int64_t)e->params[WEB_P_MIN], out, 16)
+                    : tide_pool_evict(e->pool, e->now, out, 16);
+            for (size_t k = 0; k < n; k++)
+                conn_close(e, index_of(e, out[k]));
+            e->row.demand_retired += shrink ? (int64_t)n : 0;
+        } while (n == 16);
+    }
 }
 
 static void arrivals(struct web_engine *e, enum web_phase ph)
@@ -585,10 +621,12 @@ static void on_made(struct web_engine *e, uint32_t i, bool ok)
     c->state = CONN_LENT;
     c->gen++;
     schedule(e, e->now + SETTLE_AFTER, WEB_EV_SETTLE, i, c->life, false);
-    if (e->head != NIL)
+    if (e->head != NIL) {
+        e->row.connect_waits++; /* the head waited for this connect */
         lend(e, i, waiter_pop(e));
-    else
+    } else {
         give(e, i); /* made for the top-up, or its waiter timed out */
+    }
 }
 
 static void on_served(struct web_engine *e, uint32_t i)
@@ -676,6 +714,9 @@ static int open_pool(struct web_engine *e)
         .life = p[WEB_P_LIFE_S] > 0 ? TIDE_SEC(1) * (int64_t)p[WEB_P_LIFE_S]
                                     : TIDE_FOREVER,
         .spread = p[WEB_P_SPREAD],
+        .demand = TIDE_SEC(1) * (int64_t)p[WEB_P_DEMAND_S],
+        .retire = p[WEB_P_RETIRE],
+        .preconnect = p[WEB_P_PRECONNECT],
     };
     struct tide_breaker_options breaker = {
         .policy = p[WEB_P_BREAKER] == 1 ? TIDE_BREAKER_ADAPTIVE
@@ -765,6 +806,11 @@ int web_params_check(const double *p)
         return WEB_P_RATE_BURST;
     if (!(p[WEB_P_ACQUIRE_TIMEOUT_MS] > 0))
         return WEB_P_ACQUIRE_TIMEOUT_MS;
+    /* shares: at most the whole */
+    if (!(p[WEB_P_RETIRE] <= 1))
+        return WEB_P_RETIRE;
+    if (!(p[WEB_P_PRECONNECT] <= 1))
+        return WEB_P_PRECONNECT;
     return -1;
 }
 
@@ -798,6 +844,7 @@ int web_engine_new(const double *params, struct web_engine **out)
     e->free_waiter = 0;
     e->head = e->tail = NIL;
     e->rng = (uint64_t)params[WEB_P_SEED];
+    e->noting = params[WEB_P_DEMAND_S] > 0 || params[WEB_P_PRECONNECT] > 0;
     web_events_init(&e->events);
     web_waits_init(&e->waits);
     e->row = (struct web_row){.trail = {web_engine_breaker(e)}, .n_trail = 1};

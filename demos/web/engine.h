@@ -7,7 +7,9 @@
  *
  * The run has the terminal simulator's phases (demos/sim): calm, a burst
  * past the pool's size, the drain after it, a backend outage (connects
- * refused, open connections cut) and the recovery. It closes one row per
+ * refused, open connections cut) and the recovery; with wave_s, the burst
+ * is a square wave (bursts and calm spells by turns), which with demand_s
+ * and preconnect shows connections kept by demand. It closes one row per
  * simulated second with what demos/sim prints, plus the guards' answers. */
 #ifndef TIDEPOOL_WEB_ENGINE_H
 #define TIDEPOOL_WEB_ENGINE_H
@@ -60,6 +62,14 @@ enum web_param {
     WEB_P_OUTAGE_LEN_S,
     WEB_P_SERVER_IDLE_S, /* the server closes connections idle this long;
                             0: never */
+    /* connections by demand (core.h), off by preset */
+    WEB_P_DEMAND_S,   /* the window of the peak of loans; 0: off */
+    WEB_P_RETIRE,     /* the excess retired a period; 0: the core's 0.5 */
+    WEB_P_PRECONNECT, /* the share of live capacity in use that opens the
+                         next one ahead; 0: off */
+    WEB_P_WAVE_S,     /* a square wave: from burst_start_s, for burst_len_s,
+                         bursts and calm spells of this long by turns;
+                         0: one burst */
     WEB_PARAMS
 };
 
@@ -87,6 +97,11 @@ struct web_row {
     int64_t shed_breaker, shed_shedder, shed_other;
     int64_t later_bucket, later_backoff;
     int64_t held; /* callers refused: makes held after a failed make */
+    /* connections by demand, in the second */
+    int64_t preconnects;    /* makes opened before a caller waited */
+    int64_t demand_retired; /* idle ones retired as beyond recent demand */
+    int64_t connect_waits;  /* callers served by a make they waited for */
+    int64_t needed; /* at the end: what the window's peak needs (core) */
     enum tide_breaker_state trail[WEB_TRAIL];
     int n_trail;
 };
@@ -143,7 +158,7 @@ int web_engine_refusal_pm(struct web_engine *e);
 size_t web_row_text(const struct web_row *r, char *buf);
 /* A row's fields as numbers, in a fixed order (fields.c names them), for
  * whoever shows more than the text: the page's boards. */
-#define WEB_ROW_FIELDS 26
+#define WEB_ROW_FIELDS 30
 /* Field i's name ("made", "bucket_span_ns"), or NULL past the last. */
 const char *web_row_field_name(int i);
 /* Row r's fields into out[WEB_ROW_FIELDS]. */

@@ -11,7 +11,8 @@ static const char *const names[WEB_ROW_FIELDS] = {
     "timeouts",        "queue_full",     "shed",         "served",
     "shed_breaker",    "shed_shedder",   "shed_other",   "later_bucket",
     "later_backoff",   "breaker_last",   "bucket_milli", "backoff_hold_ns",
-    "ceiling_milli",   "held",
+    "ceiling_milli",   "held",           "preconnects",  "demand_retired",
+    "connect_waits",   "needed",
 };
 
 const char *web_row_field_name(int i)
@@ -35,6 +36,8 @@ void web_row_values(const struct web_row *r, int64_t *out)
         r->later_backoff, r->trail[r->n_trail - 1],
         r->bucket_milli,  r->backoff_hold,
         r->ceiling_milli, r->held,
+        r->preconnects,   r->demand_retired,
+        r->connect_waits, r->needed,
     };
     for (int k = 0; k < WEB_ROW_FIELDS; k++)
         out[k] = v[k];

@@ -50,6 +50,10 @@ static const struct param params[WEB_PARAMS] = {
     [WEB_P_OUTAGE_START_S] = {"outage_start_s", 14},
     [WEB_P_OUTAGE_LEN_S] = {"outage_len_s", 4},
     [WEB_P_SERVER_IDLE_S] = {"server_idle_s", 0},
+    [WEB_P_DEMAND_S] = {"demand_s", 0},
+    [WEB_P_RETIRE] = {"retire", 0},
+    [WEB_P_PRECONNECT] = {"preconnect", 0},
+    [WEB_P_WAVE_S] = {"wave_s", 0},
 };
 
 void web_params_preset(double *out)

@@ -148,6 +148,24 @@ struct tide_limits {
     enum tide_sharing sharing; /* which resource takes the next shared
                                   loan; preset TIDE_SHARING_PACK. Unused
                                   with streams 1. */
+    /* Connections by demand: both off by preset, so a pool keeps what
+     * keep and idle allow and opens one only when a caller finds none.
+     * See "Connections by demand" below for how a runtime drives them. */
+    int64_t demand;    /* ns: the window over which the pool keeps the
+                          peak of loans in flight; idle resources beyond
+                          what that peak needs are retired gradually, on
+                          top of keep and life (tide_pool_shrink). Preset
+                          0: off; TIDE_FOREVER: off too (no peak ever
+                          ends). */
+    double retire;     /* with demand: the most of the excess retired in
+                          one period (demand / TIDE_DEMAND_TICKS), rounded
+                          up, so a pool steps down over a few periods
+                          rather than at once. [0, 1]; preset 0.5, as
+                          HAProxy closes half the excess each period. */
+    double preconnect; /* open the next resource before a caller waits
+                          for it, when loans in flight reach this share of
+                          the live resources' capacity (live x streams):
+                          tide_pool_preconnect. [0, 1]; preset 0: off. */
 };
 
 #define TIDE_LIMITS(...) tide_limits_resolve((struct tide_limits){__VA_ARGS__})
@@ -167,8 +185,8 @@ struct tide_limits {
 /* The limits with every zero field replaced by its preset. */
 TIDE_API struct tide_limits tide_limits_resolve(struct tide_limits limits);
 /* 0 when the limits are valid, TIDE_ELIMITS otherwise: a negative value,
- * spread outside [0, 1], streams above TIDE_STREAMS_MAX or an unknown
- * sharing. */
+ * spread, retire or preconnect outside [0, 1], streams above
+ * TIDE_STREAMS_MAX or an unknown sharing. */
 TIDE_API int tide_limits_check(const struct tide_limits *limits);
 /* Whether two sets of limits hold a pool to the same: compared field by
  * field once resolved, so a zero and the preset it stands for are equal
@@ -182,6 +200,9 @@ TIDE_API bool tide_limits_not_equal(const struct tide_limits *a,
  * zero prints as the preset it stands for, never as a 0 that would read as
  * "none"), for a log line or a simulator's header:
  *   size=10 idle=10 keep=30min life=forever spread=0 streams=1 sharing=pack
+ * Demand and preconnect, off by preset, are printed only when on (
+ * " demand=10s retire=0.5", " preconnect=0.8"), so the text of a pool
+ * without them is what it always was.
  * TIDE_UNLIMITED prints as "unlimited" and TIDE_FOREVER as "forever"; a span
  * in the largest unit it is a whole number of (h, min, s, ms, us, ns), so
  * the text is exact; spread to nine decimals. Writes at most len bytes,
@@ -190,7 +211,7 @@ TIDE_API bool tide_limits_not_equal(const struct tide_limits *a,
  * without the NUL, as snprintf does: at most TIDE_LIMITS_TEXT - 1, so a
  * buffer of TIDE_LIMITS_TEXT always holds it. TIDE_EINVAL for NULL limits.
  * It draws on no printf, so a core built for WebAssembly stays small. */
-#define TIDE_LIMITS_TEXT 192
+#define TIDE_LIMITS_TEXT 320
 TIDE_API int tide_limits_format(const struct tide_limits *limits, char *buf,
                                 size_t len);
 
@@ -794,6 +815,94 @@ struct tide_pool_guards {
  * nothing but the bucket's refill to now, which take would do anyway. */
 TIDE_API void tide_pool_guards(struct tide_pool *p, int64_t now,
                                struct tide_pool_guards *out);
+
+/* ---- connections by demand -------------------------------------------
+
+Two knobs of the limits, both off by preset, for a load that comes and
+goes: keep what recent load needs, and open the next connection before it
+is needed. The core decides; a runtime (the evloop adapter does all three)
+tells it each loan, asks it for a preconnect, and runs its shrink each
+period:
+
+  tide_pool_note        after every loan the runtime starts (a READY
+                        handed over, a made resource handed to the caller
+                        it was made for, a shared loan): the pool keeps
+                        the peak of loans in flight per period from it.
+                        Returns true when a preconnect is due.
+  tide_pool_preconnect  while a preconnect is due: MAKE (reserved, as from
+                        grow: open one, then made or unmade), else the
+                        answer grow would give.
+  tide_pool_shrink      once a period (TIDE_DEMAND_TICKS to a window) or
+                        more often: the idle resources beyond demand to
+                        close.
+
+Idle by demand (limits.demand): the peak is the most loans in flight at
+once over the last window, kept as the peak of each of TIDE_DEMAND_TICKS
+periods (so a peak is remembered for a window and at most one period
+more). The pool needs peak / streams resources, rounded up, and with
+preconnect the headroom it keeps (below). Beyond that, and beyond the floor
+the runtime keeps (its minimum), idle resources are retired oldest first
+(the least recently used), at most limits.retire of the excess in a period,
+rounded up: a pool after a burst steps down over a few periods, and one
+whose load comes back within a window keeps what the load needs. keep, life
+and the idle limit still retire what they always did.
+
+Preconnect (limits.preconnect): when loans in flight reach that share of
+the capacity of the live resources (live x limits.streams; live counts the
+ones being made, so a preconnect under way counts), and at least one loan
+is out, the pool asks for one more, as grow does: within size, the bucket,
+backoff (a failed preconnect is a failed make, unmade as any other, and
+holds makes) and the breaker. Each preconnect raises the capacity it is
+measured against, so it stops by itself at ceil(loans / share) resources:
+it never storms. With share s, demand keeps floor(peak / (s x streams)) + 1
+resources, the count at which a preconnect is no longer due, so the two
+never undo each other's work. */
+
+/* The periods a demand window is kept in: a peak is remembered for the
+ * window and at most one period more, and tide_pool_shrink retires at most
+ * limits.retire of the excess each period. */
+#define TIDE_DEMAND_TICKS 8
+
+/* What demand reads now (tide_pool_demand). */
+struct tide_demand {
+    int64_t peak;   /* the most loans in flight at once over the window
+                       (with demand off: loans now) */
+    int64_t needed; /* the resources that peak needs, preconnect's
+                       headroom included, at most size */
+    int64_t excess; /* idle resources beyond needed: what shrink would
+                       retire over the coming periods (the
+                       runtime's minimum aside) */
+    int64_t period; /* ns: demand / TIDE_DEMAND_TICKS, at least 1; 0 with
+                       demand off */
+};
+
+/* Notes the loans in flight now for demand: call it after every loan the
+ * runtime starts (loans only rise at a loan, so the peak is exact). Returns
+ * true when a preconnect is due (limits.preconnect on, a loan out, loans
+ * at that share of the live capacity, room under size, not closed): then
+ * call tide_pool_preconnect. Cheap: a compare or two. Does nothing and
+ * answers false for a NULL pool or with both knobs off. */
+TIDE_API bool tide_pool_note(struct tide_pool *p, int64_t now);
+/* One preconnect: MAKE (reserved: open one, then made or unmade, as after
+ * grow; unmade counts as a failed make, for backoff and the breaker) when
+ * one is due, else WAIT (guard NONE: none due, or at size) or the answer
+ * of a guard, as grow gives it (LATER for the bucket or a backoff hold,
+ * WAIT guard BACKOFF while a probe is out, SHED for the breaker or a
+ * closed pool). The shedder is not asked: nothing is lent. Call it again
+ * while it answers MAKE and the runtime wants more at once. */
+TIDE_API struct tide_taken tide_pool_preconnect(struct tide_pool *p,
+                                                int64_t now, double roll);
+/* Removes up to n idle resources beyond what recent demand needs (and
+ * beyond least, the minimum the runtime keeps), oldest first, at most
+ * limits.retire of the excess each period; writes them to out for the
+ * caller to close and returns how many. 0 with demand off, a closed pool
+ * or none in excess. Call it each period (or at any time: the share per
+ * period holds however often it is called). */
+TIDE_API size_t tide_pool_shrink(struct tide_pool *p, int64_t now,
+                                 int64_t least, void **out, size_t n);
+/* Reads demand now into *out (zeros for a NULL pool). */
+TIDE_API void tide_pool_demand(struct tide_pool *p, int64_t now,
+                               struct tide_demand *out);
 
 /* ---- pick -------------------------------------------------------------- */
 

@@ -171,7 +171,15 @@ typedef void (*tide_leak_cb)(struct tide_evpool *pool, void *resource,
 /* Zero fields take the preset; spans are ns; TIDE_FOREVER turns a timer
  * off and TIDE_UNLIMITED lifts a bound. */
 struct tide_evpool_options {
-    struct tide_limits limits; /* the core's limits (presets: see core.h) */
+    struct tide_limits limits; /* the core's limits (presets: see core.h).
+                                  With limits.demand the pool destroys
+                                  idle resources beyond what the window's
+                                  peak of loans needs, a share each period
+                                  (demand / TIDE_DEMAND_TICKS), never below
+                                  min; with limits.preconnect it opens the
+                                  next one from the loop as loans reach
+                                  that share of what is live (stats count
+                                  both). Off by preset. */
     struct tide_ward ward;     /* guards; pointers borrowed during new */
     int64_t min;               /* made at start and kept; preset 0; at
                                   most limits.size and limits.idle */
@@ -498,6 +506,17 @@ struct tide_evpool_stats {
     int64_t recent_p90;
     int64_t recent_p99;
     int64_t recent_max;
+    /* connections by demand (limits.demand and limits.preconnect, both
+     * off by preset: see core.h, "Connections by demand") */
+    uint64_t preconnects;    /* makes opened ahead of a caller (failed
+                                ones are in make_failures too) */
+    uint64_t demand_retired; /* idle ones destroyed as beyond recent
+                                demand (not in evicted) */
+    uint64_t connect_waits;  /* acquires that waited for a make: answered
+                                with a resource made while they waited */
+    int64_t needed; /* resources the peak of loans over the demand window
+                       needs (preconnect's headroom included); with
+                       demand off, what the loans out now need */
 };
 
 TIDE_API void tide_evpool_stats(struct tide_evpool *p,

@@ -696,6 +696,190 @@ static void op_close(struct drive *d, uint32_t arg)
     DRIVE_CHECK(d->n_idle == 0);
 }
 
+/* ---- connections by demand ---- */
+
+/* Loans out, as the model has them. */
+static int64_t model_loans(const struct drive *d)
+{
+    int64_t loans = 0;
+    for (int id = 0; id < d->n_items; id++)
+        if (d->place[id] == PLACE_LENT)
+            loans += d->loans[id];
+    return loans;
+}
+
+static int64_t model_live(const struct drive *d)
+{
+    return d->n_idle + d->n_lent + d->n_reserved;
+}
+
+/* The period of t, rounded toward minus infinity. */
+static int64_t model_period(const struct drive *d, int64_t t)
+{
+    int64_t q = t / d->dm_width;
+    return q * d->dm_width > t ? q - 1 : q;
+}
+
+/* The window moved to now (periods passed over get the loans out now),
+ * and the loans noted in the newest. */
+static void model_note(struct drive *d, int64_t loans)
+{
+    enum { LAST = TIDE_DEMAND_TICKS - 1 };
+    int64_t t = model_period(d, d->now);
+    if (!d->dm_started || t - d->dm_period > LAST) {
+        for (int k = 0; k <= LAST; k++)
+            d->dm_peaks[k] = loans;
+        d->dm_period = t;
+        d->dm_started = true;
+    }
+    for (; d->dm_period < t; d->dm_period++) {
+        memmove(d->dm_peaks, d->dm_peaks + 1, LAST * sizeof d->dm_peaks[0]);
+        d->dm_peaks[LAST] = loans;
+    }
+    if (loans > d->dm_peaks[LAST])
+        d->dm_peaks[LAST] = loans;
+}
+
+static bool model_at_share(const struct drive *d, int64_t loans, int64_t live)
+{
+    return (double)loans >=
+           d->limits.preconnect * ((double)live * (double)d->limits.streams);
+}
+
+static bool model_due(const struct drive *d, int64_t loans)
+{
+    return d->limits.preconnect > 0 && !d->closed && loans >= 1 &&
+           model_live(d) < d->limits.size &&
+           model_at_share(d, loans, model_live(d));
+}
+
+/* The fewest resources the peak needs: counted up one by one. */
+static int64_t model_needed(const struct drive *d, int64_t peak)
+{
+    int64_t n = 0;
+    if (peak <= 0)
+        return 0;
+    if (d->limits.preconnect > 0) {
+        while (n < d->limits.size && model_at_share(d, peak, n))
+            n++;
+    } else {
+        while (n < d->limits.size && n * d->limits.streams < peak)
+            n++;
+    }
+    return n;
+}
+
+static void op_note(struct drive *d)
+{
+    int64_t loans = model_loans(d);
+    if (d->dm_width)
+        model_note(d, loans);
+    DRIVE_CHECK(tide_pool_note(d->pool, d->now) == model_due(d, loans));
+}
+
+static void op_preconnect(struct drive *d, double roll)
+{
+    bool due = model_due(d, model_loans(d));
+    struct tide_taken t = tide_pool_preconnect(d->pool, d->now, roll);
+    if (d->closed) {
+        DRIVE_CHECK(t.answer == TIDE_SHED && t.guard == TIDE_GUARD_CLOSED);
+        return;
+    }
+    if (!due) {
+        DRIVE_CHECK(t.answer == TIDE_WAIT && t.guard == TIDE_GUARD_NONE);
+        return;
+    }
+    if (ward_refusal(d, t))
+        return;
+    expect_room(d, t, roll); /* grow's answer: MAKE, room being there */
+    d->dm_preconnects += t.answer == TIDE_MAKE;
+}
+
+static void op_shrink(struct drive *d, uint32_t arg)
+{
+    void *out[8];
+    size_t n = 1 + arg % 8;
+    int64_t least = (int64_t)(arg >> 3) % 3;
+    size_t got = tide_pool_shrink(d->pool, d->now, least, out, n);
+    DRIVE_CHECK(got <= n);
+    if (!d->dm_width || d->closed) {
+        DRIVE_CHECK(got == 0);
+        return;
+    }
+    model_note(d, model_loans(d));
+    int64_t peak = 0;
+    for (int k = 0; k < TIDE_DEMAND_TICKS; k++)
+        peak = d->dm_peaks[k] > peak ? d->dm_peaks[k] : peak;
+    int64_t need = model_needed(d, peak);
+    int64_t keep = need > least ? need : least;
+    int64_t excess = model_live(d) - keep;
+    if (excess > d->n_idle)
+        excess = d->n_idle;
+    if (excess < 0)
+        excess = 0;
+    if (!d->dm_quota_set || d->dm_quota_period != d->dm_period) {
+        double want = d->limits.retire * (double)excess;
+        d->dm_quota = (int64_t)want + ((double)(int64_t)want < want);
+        d->dm_quota_period = d->dm_period;
+        d->dm_quota_set = true;
+    }
+    int64_t most = excess < d->dm_quota ? excess : d->dm_quota;
+    if (most > (int64_t)n)
+        most = (int64_t)n;
+    DRIVE_CHECK((int64_t)got == most);
+    /* the oldest idle ones (the bottom of the stack), in order */
+    for (size_t k = 0; k < got; k++) {
+        DRIVE_CHECK(d->n_idle > 0 && out[k] == item_of(d, d->idle[0].id));
+        int id = d->idle[0].id;
+        idle_remove_at(d, 0);
+        leave(d, id);
+    }
+    d->dm_quota -= (int64_t)got;
+    d->dm_shrunk += (long)got;
+    DRIVE_CHECK(got == 0 || model_live(d) >= keep); /* never below */
+}
+
+static void op_demand(struct drive *d)
+{
+    struct tide_demand m;
+    tide_pool_demand(d->pool, d->now, &m);
+    if (!d->dm_width) {
+        DRIVE_CHECK(m.period == 0 && m.peak == model_loans(d));
+        return;
+    }
+    model_note(d, model_loans(d));
+    int64_t peak = 0;
+    for (int k = 0; k < TIDE_DEMAND_TICKS; k++)
+        peak = d->dm_peaks[k] > peak ? d->dm_peaks[k] : peak;
+    DRIVE_CHECK(m.period == d->dm_width);
+    DRIVE_CHECK(m.peak == peak);
+    DRIVE_CHECK(m.needed == model_needed(d, peak));
+    DRIVE_CHECK(m.needed <= d->limits.size);
+}
+
+/* The operations of demand, in a demand episode only: a note after a take
+ * as a runtime makes one, a preconnect, a shrink, a read. */
+static void step_demand(struct drive *d, uint32_t op, uint32_t arg, double roll)
+{
+    switch (op % 6) {
+    case 0:
+    case 1:
+        op_take(d, roll);
+        op_note(d);
+        break;
+    case 2:
+        op_preconnect(d, roll);
+        break;
+    case 3:
+    case 4:
+        op_shrink(d, arg);
+        break;
+    default:
+        op_demand(d);
+        break;
+    }
+}
+
 /* ---- invariants ---- */
 
 /* What tide_pool_share must read for id, as the model has it. */
@@ -766,6 +950,11 @@ int drive_init(struct drive *d, const struct tide_limits *limits,
     d->shared = d->limits.streams > 1;
     d->guarded = ward && (ward->breaker || ward->bucket || ward->backoff ||
                           ward->shedder);
+    if (d->limits.demand > 0 && d->limits.demand != TIDE_FOREVER) {
+        d->dm_width = d->limits.demand / TIDE_DEMAND_TICKS;
+        d->dm_width = d->dm_width > 0 ? d->dm_width : 1;
+    }
+    d->dm_on = d->dm_width > 0 || d->limits.preconnect > 0;
     return 0;
 }
 
@@ -805,6 +994,12 @@ void drive_step(struct drive *d, uint32_t op, uint32_t arg, double roll,
                 int64_t dt)
 {
     d->now = later(d->now, dt < 0 ? 0 : dt);
+    /* the high bits pick, so every case below still comes up */
+    if (d->dm_on && (op >> 24) % 4 == 0) {
+        step_demand(d, op >> 8, arg, roll);
+        check_invariants(d, ++d->steps % 64 == 0);
+        return;
+    }
     switch (op % 20) {
     case 0:
     case 1:

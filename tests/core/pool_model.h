@@ -90,6 +90,19 @@ struct drive {
     long made;       /* resources that entered it */
     long reentries;  /* gone pointers that entered again */
     long steps;
+    /* connections by demand (limits.demand, limits.preconnect): the
+     * model's peaks, a window of TIDE_DEMAND_TICKS periods kept oldest
+     * first and shifted as the clock moves (the pool keeps a ring) */
+    bool dm_on;
+    int64_t dm_width; /* ns a period; 0: demand off */
+    bool dm_started;
+    int64_t dm_period;                   /* the newest period noted */
+    int64_t dm_peaks[TIDE_DEMAND_TICKS]; /* [last]: dm_period's */
+    int64_t dm_quota;
+    int64_t dm_quota_period;
+    bool dm_quota_set;
+    long dm_shrunk;      /* resources shrink handed back */
+    long dm_preconnects; /* MAKEs preconnect answered */
     char arena[DRIVE_ITEMS];
 };
 

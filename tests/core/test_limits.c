@@ -400,7 +400,10 @@ START_TEST(format_fits_its_buffer_at_the_extremes)
                             .life = INT64_MIN,
                             .spread = -999999999.999999,
                             .streams = INT64_MIN,
-                            .sharing = (enum tide_sharing)INT32_MIN};
+                            .sharing = (enum tide_sharing)INT32_MIN,
+                            .demand = INT64_MIN,
+                            .retire = -999999999.999999,
+                            .preconnect = -999999999.999999};
     char buf[TIDE_LIMITS_TEXT];
     int n = tide_limits_format(&l, buf, sizeof buf);
     ck_assert_int_lt(n, TIDE_LIMITS_TEXT);

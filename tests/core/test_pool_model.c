@@ -45,14 +45,28 @@ static struct tide_limits random_limits(uint64_t *rng, bool spread,
     return l;
 }
 
-static void run_episodes(uint64_t seed, const struct tide_ward *ward,
-                         bool spread, enum streams streams)
+/* Demand and preconnect, each on in most episodes: windows short enough
+ * that peaks come and go within an episode, every share of retire. */
+static void random_demand(uint64_t *rng, struct tide_limits *l)
+{
+    if (rng_below(rng, 4))
+        l->demand = TIDE_MS(1 + rng_below(rng, 400));
+    l->retire = rng_below(rng, 4) ? rng_roll(rng) : 1.0;
+    if (rng_below(rng, 4))
+        l->preconnect = rng_below(rng, 4) ? rng_roll(rng) : 1.0;
+}
+
+static void run_episodes_with(uint64_t seed, const struct tide_ward *ward,
+                              bool spread, enum streams streams, bool demand,
+                              long *shrunk, long *preconnects)
 {
     static struct drive d;
     uint64_t rng = seed;
     long ops = 0;
     for (int e = 0; e < EPISODES; e++) {
         struct tide_limits l = random_limits(&rng, spread, streams);
+        if (demand)
+            random_demand(&rng, &l);
         ck_assert_int_eq(drive_init(&d, &l, ward), 0);
         for (int s = 0; s < STEPS; s++) {
             uint32_t op = (uint32_t)rng_next(&rng);
@@ -65,10 +79,50 @@ static void run_episodes(uint64_t seed, const struct tide_ward *ward,
             drive_step(&d, op, arg, rng_roll(&rng), dt);
             ops++;
         }
+        if (shrunk)
+            *shrunk += d.dm_shrunk;
+        if (preconnects)
+            *preconnects += d.dm_preconnects;
         drive_finish(&d);
     }
     ck_assert_int_ge(ops, 1000000);
 }
+
+static void run_episodes(uint64_t seed, const struct tide_ward *ward,
+                         bool spread, enum streams streams)
+{
+    run_episodes_with(seed, ward, spread, streams, false, NULL, NULL);
+}
+
+/* Demand's notes, preconnects, shrinks and reads among the rest: each
+ * answer as the model's (its window shifted, where the pool keeps a
+ * ring), shrink handing back the oldest idle ones only, never below what
+ * the peak needs nor below the floor asked. Both show up often. */
+START_TEST(million_demand_operations_match_the_model)
+{
+    long shrunk = 0;
+    long preconnects = 0;
+    run_episodes_with(UINT64_C(0x64656d616e64), NULL, true, EITHER, true,
+                      &shrunk, &preconnects);
+    ck_assert_int_gt(shrunk, 1000);
+    ck_assert_int_gt(preconnects, 1000);
+}
+END_TEST
+
+START_TEST(demand_with_full_ward_keeps_invariants)
+{
+    struct tide_breaker_options breaker = {.window = TIDE_SEC(1)};
+    struct tide_bucket_options bucket = {.rate = 2000, .burst = 4};
+    struct tide_backoff backoff = {.base = TIDE_MS(1), .cap = TIDE_MS(20)};
+    struct tide_shedder_options shedder = {.loan_target = TIDE_MS(50)};
+    struct tide_ward w = {.breaker = &breaker,
+                          .bucket = &bucket,
+                          .backoff = &backoff,
+                          .shedder = &shedder};
+    run_episodes_with(UINT64_C(0x64656d77), &w, false, EITHER, true, NULL,
+                      NULL);
+}
+END_TEST
 
 START_TEST(million_operations_match_the_model)
 {
@@ -127,6 +181,8 @@ static Suite *model_suite(void)
     tcase_add_test(tc, million_operations_with_many_streams_match_the_model);
     tcase_add_test(tc, million_operations_with_full_ward_keep_invariants);
     tcase_add_test(tc, strikes_breaker_keeps_invariants);
+    tcase_add_test(tc, million_demand_operations_match_the_model);
+    tcase_add_test(tc, demand_with_full_ward_keeps_invariants);
     suite_add_tcase(s, tc);
     return s;
 }

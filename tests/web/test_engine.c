@@ -351,6 +351,96 @@ START_TEST(min_is_made_at_start)
 }
 END_TEST
 
+/* The square wave: bursts and calm spells of 2 s by turns in seconds
+ * 7-18, keep long enough to retire nothing itself. With demand and
+ * preconnect the bursts after the first are served by what the first left
+ * (next to nothing made or waited for), and after the wave the
+ * pool steps down, where without them it keeps the burst's connections. */
+#define WAVE                                                                   \
+    {WEB_P_WAVE_S, 2}, {WEB_P_BURST_LEN_S, 12}, {WEB_P_OUTAGE_START_S, 30},    \
+        {WEB_P_SECONDS, 40}, {WEB_P_KEEP_S, 600},                              \
+    {                                                                          \
+        WEB_P_SIZE, 24                                                         \
+    }
+
+START_TEST(square_wave_keeps_connections_by_demand)
+{
+    RUN(&a, WAVE, {WEB_P_DEMAND_S, 6}, {WEB_P_PRECONNECT, 0.8});
+    RUN(&b, WAVE);
+    ck_assert_int_eq(a.rows[6].phase, WEB_BURST);
+    ck_assert_int_eq(a.rows[8].phase, WEB_CALM);
+    ck_assert_int_eq(a.rows[10].phase, WEB_BURST);
+    ck_assert_int_eq(a.rows[19].phase, WEB_DRAIN);
+    /* from the second burst (second 11) on: a make or two as a burst's
+     * random peak passes the first's, hardly a caller waiting on one */
+    ck_assert_int_le(SUM(&a, 11, 18, made), 3);
+    ck_assert_int_le(SUM(&a, 11, 18, connect_waits) * 100,
+                     SUM(&a, 11, 18, served)); /* <= 1% */
+    ck_assert_int_gt(SUM(&a, 1, 18, preconnects), 0);
+    ck_assert_int_gt(SUM(&a, 19, 30, demand_retired), 0);
+    const struct web_row *end = &a.rows[29];
+    ck_assert_int_le(end->lent + end->idle,
+                     2 * (end->needed > 2 ? end->needed : 2));
+    ck_assert_int_lt(end->lent + end->idle, b.rows[29].lent + b.rows[29].idle);
+    ck_assert_int_eq(SUM(&b, 1, 30, demand_retired), 0);
+    ck_assert_int_eq(SUM(&b, 1, 30, preconnects), 0);
+}
+END_TEST
+
+/* Both off (the presets): the knobs change no row. */
+START_TEST(demand_off_changes_nothing)
+{
+    RUN(&a, {WEB_P_SEED, 1});
+    RUN(&b, {WEB_P_SEED, 1}, {WEB_P_RETIRE, 0.25});
+    ck_assert_int_eq(a.n, b.n);
+    for (int64_t i = 0; i < a.n; i++) {
+        char x[WEB_ROW_TEXT], y[WEB_ROW_TEXT];
+        web_row_text(&a.rows[i], x);
+        web_row_text(&b.rows[i], y);
+        ck_assert_str_eq(x, y);
+        ck_assert_int_eq(a.rows[i].preconnects + a.rows[i].demand_retired, 0);
+    }
+}
+END_TEST
+
+/* A quiet hour in virtual time after a burst, a window of a minute: the
+ * pool comes down to what the calm needs (half the burst's) and then
+ * neither grows nor churns: as the calm's random peak moves, a connection
+ * is made now and then, under 0.2 per 1,000 requests. */
+START_TEST(quiet_hour_after_a_burst)
+{
+    double p[WEB_PARAMS];
+    web_params_preset(p);
+    p[WEB_P_SECONDS] = 3600;
+    p[WEB_P_SIZE] = 24;
+    p[WEB_P_KEEP_S] = 1800;
+    p[WEB_P_OUTAGE_LEN_S] = 0;
+    p[WEB_P_DEMAND_S] = 60;
+    p[WEB_P_PRECONNECT] = 0.8;
+    struct web_engine *e = NULL;
+    ck_assert_int_eq(web_engine_new(p, &e), 0);
+    ck_assert_int_eq(web_engine_run(e, INT64_MAX), 3600);
+    int64_t made = 0, retired = 0, most = 0, served = 0, waits = 0;
+    for (int64_t i = 180; i < 3600; i++) {
+        const struct web_row *r = web_engine_row(e, i);
+        made += r->made;
+        retired += r->demand_retired;
+        served += r->served;
+        waits += r->connect_waits;
+        most = r->lent + r->idle > most ? r->lent + r->idle : most;
+        ck_assert_int_eq(r->timeouts + r->shed + r->queue_full, 0);
+    }
+    const struct web_row *burst = web_engine_row(e, 8);
+    ck_assert_int_ge(burst->lent + burst->idle, 12);
+    ck_assert_int_le(most, 12);
+    ck_assert_int_gt(served, 100000);
+    ck_assert_int_le(made * 5000, served); /* <= 0.2 per 1,000 */
+    ck_assert_int_le(retired, made + 12);
+    ck_assert_int_le(waits, 5);
+    web_engine_free(e);
+}
+END_TEST
+
 START_TEST(decisions_are_counted)
 {
     RUN(&a, {WEB_P_SEED, 1});
@@ -365,6 +455,9 @@ static Suite *engine_suite(void)
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, new_refuses_parameters_out_of_range);
+    tcase_add_test(tc, square_wave_keeps_connections_by_demand);
+    tcase_add_test(tc, demand_off_changes_nothing);
+    tcase_add_test(tc, quiet_hour_after_a_burst);
     tcase_add_test(tc, check_names_the_parameter_at_fault);
     tcase_add_test(tc, new_passes_the_cores_refusal_on);
     tcase_add_test(tc, param_names_find_their_index);
