@@ -13,8 +13,10 @@ it runs, which nginx cannot be told to do (slow down, answer 503):
 
   origin.py PORT [DELAY_MS]
 
-Killed (SIGTERM) it stops at once; started again on the same port it comes
-back empty-handed (a restart). Prints "ready" once it listens."""
+PORT 0 takes a free port of the kernel's choosing (tests run beside others:
+a port picked at random may be taken). Killed (SIGTERM) it stops at once;
+started again on the same port it comes back empty-handed (a restart).
+Prints "ready PORT" once it listens."""
 import asyncio
 import signal
 import sys
@@ -72,12 +74,14 @@ async def serve(reader, writer):
 
 
 async def main():
+    global PORT
     server = await asyncio.start_server(serve, "127.0.0.1", PORT,
                                         reuse_address=True, backlog=1024)
+    PORT = server.sockets[0].getsockname()[1]
     loop = asyncio.get_running_loop()
     stop = loop.create_future()
     loop.add_signal_handler(signal.SIGTERM, stop.set_result, None)
-    print("ready", flush=True)
+    print("ready", PORT, flush=True)
     async with server:
         await stop
 
