@@ -21,7 +21,7 @@
  *
  * - Latency-aware pick. Of two upstreams drawn at random (power of two
  *   choices) the acquire goes to the one of lower cost, where
- *       cost = latency x sqrt((pending + 1) / (1 - refusal))
+ *       cost = latency x sqrt(pending + 1) / (1 - refusal)
  *   pending is its loans out plus acquires at its pool, refusal its
  *   breaker's refused share now, and latency a peak-EWMA of how long its
  *   loans last, in the form of Linkerd's balancer (tower's PeakEwma) rather
@@ -33,11 +33,11 @@
  *   Time-weighted rather than weighted per sample, the average forgets at
  *   the same pace at 10 or 10,000 loans a second; decaying while unused, a
  *   slow upstream that got no more callers is tried again after a while
- *   (about decay x ln(slowness / sqrt(load of the others))) and so its
+ *   (about decay x ln(slowness / sqrt(callers at the others))) and so its
  *   recovery is seen, where Finagle's average, updated only by loans, would
- *   keep it out for good. The load under a square root, where Linkerd and
- *   Finagle take latency x (pending + 1) (Envoy's least-request with an
- *   active_request_bias of 1/2 rather than 1): a group's upstreams serve
+ *   keep it out for good. The callers under a square root, where Linkerd
+ *   and Finagle take latency x (pending + 1) (Envoy's least-request with
+ *   an active_request_bias of 1/2 rather than 1): a group's upstreams serve
  *   their loans at once (a connection or a stream each), not one after
  *   another, so a fast upstream's seventh caller is answered about as soon
  *   as its first, and its peak-EWMA already holds its recent worst (and
@@ -48,8 +48,10 @@
  *   100 ms at the p99. Weighed by the square root it needs a fast one with
  *   about 100 (25 at a fast one's peak of twice its typical loan), and
  *   gets the probes of its decay; among upstreams of like latency the
- *   fewer callers still win. A slow upstream so gets fewer callers, by its
- *   slowness and load, without ever being ejected. The group times loans
+ *   fewer callers still win. Refusal stays outside the root, as it was: a
+ *   refused share is a share of tries spent for nothing, whatever the
+ *   callers. A slow upstream so gets fewer callers, by its slowness and
+ *   its callers, without ever being ejected. The group times loans
  *   itself, from the answer to the loan's end, on its own clock
  *   (options.clock). An upstream with no loan timed yet costs the mean
  *   latency of the others.
