@@ -111,9 +111,10 @@ static size_t draw(double roll, size_t n)
 }
 
 /* What sending one more caller to u costs (<tidepool/group.h>): its
- * latency times the callers it has, over the share its breaker lets
- * through (ignored in panic). `mean` stands in for a latency not yet
- * measured. */
+ * latency times the square root of the callers it would have, over the
+ * share its breaker lets through (ignored in panic). Returned squared,
+ * which orders the same and needs no sqrt (the library links no libm).
+ * `mean` stands in for a latency not yet measured. */
 static double cost(struct tide_group *g, struct tide_group_upstream *u,
                    int64_t now, int64_t rnow, double mean)
 {
@@ -126,7 +127,8 @@ static double cost(struct tide_group *g, struct tide_group_upstream *u,
         through = 1.0 - tide_pool_refusal(u->pool->core, now);
     if (through < 0.01)
         through = 0.01;
-    return lat * (pending + 1.0) / through;
+    double per = lat / through;
+    return per * per * (pending + 1.0);
 }
 
 struct tide_group_upstream *tide__group_choose(struct tide_group *g, size_t n,
