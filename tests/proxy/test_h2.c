@@ -4,10 +4,13 @@
  * nginx cannot be told: a low stream limit, echoed bodies, a kill). Each
  * test ends with the group closed, the loop run dry and no descriptor
  * left open. Without nginx or nghttpd the binary exits 77. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -484,6 +487,131 @@ START_TEST(a_rst_stream_fails_that_request_alone)
 }
 END_TEST
 
+/* ---- the proxy's own timeout on a stream ---- */
+
+/* A listener on 127.0.0.1 that never accepts: the kernel completes the
+ * connects (its backlog), nothing ever answers. Its port in *port. */
+static int silent_listener(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(fd, 16), 0);
+    socklen_t len = sizeof a;
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+struct hold_job {
+    int port;
+    bool holds; /* the one whose response never comes; else a fast one */
+    volatile int *held_done;
+    int status;
+    int64_t ms;
+    int done; /* fast: 200s while the held one waited */
+    int failures;
+    char why[256];
+};
+
+/* The held one GETs /hold (its origin never answers) and takes what
+ * comes; the fast one GETs /f1k on its own client connection until the
+ * held one has its answer. */
+static void hold_or_fast(void *arg)
+{
+    struct hold_job *j = arg;
+    int fd = client_connect(j->port);
+    if (j->holds) {
+        int64_t t0 = now_ms();
+        struct response r;
+        j->status = -1;
+        if (client_request(fd, "GET", "/hold", NULL, 0, false, &r))
+            j->status = r.status;
+        j->ms = now_ms() - t0;
+        response_dispose(&r);
+        *j->held_done = 1;
+        close(fd);
+        return;
+    }
+    while (!*j->held_done) {
+        struct response r;
+        if (!client_request(fd, "GET", "/f1k", NULL, 0, false, &r) ||
+            r.status != 200 || r.body_len != 1024 ||
+            memcmp(r.body, file_bytes(1024), 1024) != 0)
+            FAIL(j, "GET /f1k beside the held one: status %d", r.status);
+        else if (!*j->held_done)
+            j->done++;
+        response_dispose(&r);
+        usleep(10 * 1000);
+    }
+    close(fd);
+}
+
+/* Whether nginx's access log at path has a line with both words. */
+static bool log_has(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, a) && strstr(line, b);
+    fclose(f);
+    return found;
+}
+
+START_TEST(the_proxys_timeout_resets_that_stream_alone_and_answers_504)
+{
+    /* a second HTTP/2 server whose /hold waits on a listener that never
+     * answers (nginx's own proxy_read_timeout, 60 s, far beyond ours); its
+     * access log tells how each stream ended (499: the client reset it) */
+    int silent_port;
+    int silent = silent_listener(&silent_port);
+    int port = tide_test_free_port();
+    char extra[1024], alog[200];
+    nginx_h2(false, NULL);
+    snprintf(alog, sizeof alog, "%s/h2.log", ng.child.dir);
+    snprintf(extra, sizeof extra,
+             "server {\n  listen 127.0.0.1:%d http2;\n  root %s;\n"
+             "  access_log %s;\n"
+             "  location = /hold { proxy_pass http://127.0.0.1:%d; }\n }\n",
+             port, ng.child.dir, alog, silent_port);
+    nginx_stop(&ng);
+    nginx_start(&ng, ng.port, extra);
+    const char *words[] = {"--response-timeout", "500", NULL};
+    proxy_start_scheme("h2c", port, 1, words); /* one connection */
+    static volatile int held_done;
+    held_done = 0;
+    struct hold_job h = {
+        .port = proxy_port(), .holds = true, .held_done = &held_done};
+    struct hold_job f = {.port = proxy_port(), .held_done = &held_done};
+    void *args[2] = {&h, &f};
+    run_clients(hold_or_fast, args, 2, 20000);
+    ck_assert_msg(f.failures == 0, "%s", f.why);
+    ck_assert_int_eq(h.status, 504);
+    ck_assert_msg(h.ms >= 450 && h.ms < 3000, "the 504 came after %lld ms",
+                  (long long)h.ms);
+    /* the other stream carried on while this one waited */
+    ck_assert_int_gt(f.done, 5);
+    ck_assert_uint_eq(pstats().errors_504, 1);
+    /* the proxy reset the stream (RST_STREAM): nginx ended it as the
+     * client's doing, while the connection stayed up */
+    run_ms(200);
+    ck_assert_msg(log_has(alog, "/hold", "\" 499 "),
+                  "nginx did not see /hold reset by the proxy");
+    /* the connection stays in use */
+    struct get_job g = {.port = proxy_port()};
+    run_client(get_files, &g, 30000);
+    ck_assert_msg(g.failures == 0, "%s", g.why);
+    ck_assert_uint_eq(upstream_stats().made, 1);
+    ck_assert_uint_eq(upstream_stats().destroyed, 0);
+    close(silent);
+}
+END_TEST
+
 struct one_job {
     int port;
     const char *method;
@@ -561,6 +689,8 @@ static Suite *h2_suite(void)
     tcase_add_test(tc, goaway_mid_load_fails_no_idempotent_request);
     tcase_add_test(tc, a_rst_stream_fails_that_request_alone);
     tcase_add_test(tc, an_origin_killed_and_restarted_serves_again);
+    tcase_add_test(
+        tc, the_proxys_timeout_resets_that_stream_alone_and_answers_504);
     tcase_add_test(tc, an_upstream_that_does_not_choose_h2_is_named_in_the_502);
     suite_add_tcase(s, tc);
     return s;
