@@ -689,8 +689,8 @@ static Suite *h2_suite(void)
     tcase_add_test(tc, goaway_mid_load_fails_no_idempotent_request);
     tcase_add_test(tc, a_rst_stream_fails_that_request_alone);
     tcase_add_test(tc, an_origin_killed_and_restarted_serves_again);
-    tcase_add_test(
-        tc, the_proxys_timeout_resets_that_stream_alone_and_answers_504);
+    tcase_add_test(tc,
+                   the_proxys_timeout_resets_that_stream_alone_and_answers_504);
     tcase_add_test(tc, an_upstream_that_does_not_choose_h2_is_named_in_the_502);
     suite_add_tcase(s, tc);
     return s;
