@@ -654,6 +654,53 @@ START_TEST(an_origin_killed_and_restarted_serves_again)
 }
 END_TEST
 
+/* ---- PING, the health check of an idle connection ---- */
+
+START_TEST(an_idle_connection_whose_origin_stops_answering_fails_its_ping)
+{
+    nghttpd_start(0, 100);
+    const char *words[] = {"--health-interval", "200", "--response-timeout",
+                           "1500", NULL};
+    proxy_start_scheme("h2c", nghttpd_port, 4, words);
+    struct one_job j = {.port = proxy_port(), .method = "POST"};
+    run_client(one_request, &j, 10000);
+    ck_assert_int_eq(j.status, 200);
+    /* idle and checked: the origin answers the PINGs */
+    run_ms(700);
+    ck_assert_uint_eq(upstream_stats().health_failures, 0);
+    ck_assert_int_eq(upstream_stats().idle, 1);
+    /* stopped, the origin still holds the connection open (no EOF), but
+     * answers no PING: the check finds it dead within its 5 s */
+    tide_test_child_signal(&nghttpd, SIGSTOP);
+    int64_t t0 = now_ms();
+    while (upstream_stats().health_failures == 0 && now_ms() - t0 < 8000)
+        run_ms(50);
+    int64_t found = now_ms() - t0;
+    struct tide_evpool_stats st = upstream_stats();
+    /* a request while it is stopped: a fresh connection is tried (the
+     * kernel still completes the connect), nothing answers, and a timeout
+     * of the proxy's ends it: acquire's (3 s) or response's (1.5 s) */
+    struct one_job k = {.port = proxy_port(), .method = "GET"};
+    int64_t t1 = now_ms();
+    run_client(one_request, &k, 10000);
+    int64_t took = now_ms() - t1;
+    tide_test_child_signal(&nghttpd, SIGCONT);
+    ck_assert_msg(st.health_failures == 1, "no failed check after %lld ms",
+                  (long long)found);
+    ck_assert_msg(found >= 4500 && found < 7000,
+                  "the check failed after %lld ms", (long long)found);
+    /* closed, not lent */
+    ck_assert_int_eq(st.live, 0);
+    ck_assert_uint_eq(st.destroyed, 1);
+    ck_assert_int_eq(k.status, 504);
+    ck_assert_msg(took < 4500, "the 504 took %lld ms", (long long)took);
+    /* continued, the origin serves again */
+    run_client(one_request, &j, 10000);
+    ck_assert_msg(j.status == 200, "status %d: %s", j.status, j.body);
+    ck_assert_uint_eq(upstream_stats().made, 2);
+}
+END_TEST
+
 START_TEST(an_upstream_that_does_not_choose_h2_is_named_in_the_502)
 {
     nginx_start_tls(&ng, 0, NULL); /* TLS without http2: ALPN picks none */
@@ -692,6 +739,8 @@ static Suite *h2_suite(void)
     tcase_add_test(tc,
                    the_proxys_timeout_resets_that_stream_alone_and_answers_504);
     tcase_add_test(tc, an_upstream_that_does_not_choose_h2_is_named_in_the_502);
+    tcase_add_test(
+        tc, an_idle_connection_whose_origin_stops_answering_fails_its_ping);
     suite_add_tcase(s, tc);
     return s;
 }
