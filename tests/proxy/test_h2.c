@@ -654,6 +654,151 @@ START_TEST(an_origin_killed_and_restarted_serves_again)
 }
 END_TEST
 
+/* ---- an origin killed under load ---- */
+
+#define OWN_BYTES 16384
+
+/* Client i's own file, /c<i>: its number over and over, 16 KiB (several
+ * DATA frames), so a body that went to another client is seen. */
+static void own_body(int i, unsigned char *out)
+{
+    char word[16];
+    int n = snprintf(word, sizeof word, "client %d ", i);
+    for (size_t k = 0; k < OWN_BYTES; k++)
+        out[k] = (unsigned char)word[k % (size_t)n];
+}
+
+struct own_job {
+    int port;
+    int id;
+    volatile int *stop;
+    bool timer; /* not a client: stops the others (and kills, when kill) */
+    bool kill;
+    int ok;  /* 200 with its own body */
+    int bad; /* 502 */
+    int cut; /* its own body's start, then the connection closed */
+    int failures;
+    char why[256];
+};
+
+/* GETs its own /c<id> until told to stop: each answer is its own body or
+ * a 502, or its head and the start of its own body before a cut. */
+static void get_own(struct own_job *j)
+{
+    unsigned char want[OWN_BYTES];
+    own_body(j->id, want);
+    char path[16];
+    snprintf(path, sizeof path, "/c%d", j->id);
+    int fd = client_connect(j->port);
+    while (!*j->stop && !j->failures) {
+        struct response r;
+        bool whole = client_request(fd, "GET", path, NULL, 0, false, &r);
+        if (!whole && r.status == 200 && r.body_len < OWN_BYTES &&
+            (!r.body_len || memcmp(r.body, want, r.body_len) == 0)) {
+            j->cut++; /* its head was out: cut, never a 502 after it */
+            r.keep_alive = false;
+        } else if (!whole)
+            FAIL(j, "GET %s: no response (status %d, %zu bytes)", path,
+                 r.status, r.body_len);
+        else if (r.status == 200 && r.body_len == OWN_BYTES &&
+                 memcmp(r.body, want, OWN_BYTES) == 0)
+            j->ok++;
+        else if (r.status == 502)
+            j->bad++;
+        else
+            FAIL(j, "GET %s: status %d, %zu bytes: '%.*s'", path, r.status,
+                 r.body_len, (int)(r.body_len < 32 ? r.body_len : 32),
+                 r.body ? (const char *)r.body : "");
+        bool again = r.keep_alive;
+        response_dispose(&r);
+        if (!again) {
+            close(fd);
+            fd = client_connect(j->port);
+        }
+    }
+    close(fd);
+}
+
+/* The timer lets the load run 300 ms, SIGKILLs the origin when told to,
+ * lets it run 300 ms more, then stops it. */
+static void get_own_or_time(void *arg)
+{
+    struct own_job *j = arg;
+    if (!j->timer) {
+        get_own(j);
+        return;
+    }
+    usleep(300 * 1000);
+    if (j->kill)
+        tide_test_child_signal(&nghttpd, SIGKILL);
+    usleep(300 * 1000);
+    *j->stop = 1;
+}
+
+enum { OWN_CLIENTS = 20 };
+
+/* OWN_CLIENTS clients on their own files for 600 ms, the origin killed
+ * after 300 when `kill`; the 200s, 502s and cuts they had. */
+static void own_load(bool kill, int *ok, int *bad, int *cut)
+{
+    static struct own_job jobs[OWN_CLIENTS + 1];
+    static volatile int stop;
+    stop = 0;
+    void *args[OWN_CLIENTS + 1];
+    for (int i = 0; i <= OWN_CLIENTS; i++) {
+        jobs[i] = (struct own_job){.port = proxy_port(),
+                                   .id = i,
+                                   .stop = &stop,
+                                   .timer = i == OWN_CLIENTS,
+                                   .kill = kill};
+        args[i] = &jobs[i];
+    }
+    run_clients(get_own_or_time, args, OWN_CLIENTS + 1, 30000);
+    *ok = *bad = *cut = 0;
+    for (int i = 0; i < OWN_CLIENTS; i++) {
+        ck_assert_msg(jobs[i].failures == 0, "%s", jobs[i].why);
+        *ok += jobs[i].ok;
+        *bad += jobs[i].bad;
+        *cut += jobs[i].cut;
+    }
+}
+
+START_TEST(an_origin_killed_under_load_answers_each_get_its_own_or_502)
+{
+    nghttpd_start(0, 100);
+    int port = nghttpd_port;
+    for (int i = 0; i < OWN_CLIENTS; i++) {
+        unsigned char b[OWN_BYTES];
+        char name[16];
+        own_body(i, b);
+        snprintf(name, sizeof name, "c%d", i);
+        write_file(nghttpd.dir, name, b, OWN_BYTES);
+    }
+    /* no breaker and no backoff: a dead origin is a 502, never a 503 (the
+     * breaker open, makes held after a failed one) */
+    const char *words[] = {"--no-breaker", "--no-backoff", NULL};
+    proxy_start_scheme("h2c", port, 2, words);
+    int ok, bad, cut;
+    own_load(true, &ok, &bad, &cut);
+    printf("killed under load: %d own bodies, %d 502s, %d cut after "
+           "their head\n",
+           ok, bad, cut);
+    ck_assert_int_gt(ok, 0);
+    /* the streams in flight at the kill, and those after it */
+    ck_assert_int_gt(bad, 0);
+    ck_assert_uint_eq(pstats().errors_502, (uint64_t)bad);
+    tide_test_child_stop(&nghttpd, SIGKILL, 3000);
+    nghttpd_start(port, 100);
+    uint64_t made = upstream_stats().made;
+    own_load(false, &ok, &bad, &cut);
+    ck_assert_int_gt(ok, 0);
+    ck_assert_int_eq(bad + cut, 0);
+    ck_assert_uint_gt(upstream_stats().made, made);
+    /* nothing lent is left behind; the fds: teardown */
+    ck_assert_int_eq(upstream_stats().lent, 0);
+}
+END_TEST
+
 /* ---- PING, the health check of an idle connection ---- */
 
 START_TEST(an_idle_connection_whose_origin_stops_answering_fails_its_ping)
@@ -741,6 +886,8 @@ static Suite *h2_suite(void)
     tcase_add_test(tc, an_upstream_that_does_not_choose_h2_is_named_in_the_502);
     tcase_add_test(
         tc, an_idle_connection_whose_origin_stops_answering_fails_its_ping);
+    tcase_add_test(tc,
+                   an_origin_killed_under_load_answers_each_get_its_own_or_502);
     suite_add_tcase(s, tc);
     return s;
 }
