@@ -61,6 +61,10 @@ void px_config_usage(FILE *f)
             "  --keep S                idle upstream connections kept; below "
             "the\n"
             "                          upstream's keep-alive timeout (60)\n"
+            "  --health-interval MS    checks of idle h2c:// and h2:// "
+            "connections: a PING\n"
+            "                          answered within 5 s, else closed "
+            "(30000)\n"
             "  --drain-timeout MS      on SIGTERM, exchanges in flight "
             "finish within (10000)\n"
             "  --ca FILE               CAs trusted for tls:// and h2:// "
@@ -224,6 +228,7 @@ static const struct num_opt num_opts[] = {
     {"--response-timeout", 1, 3600000, TIDE_MS(1), OFF(response_timeout),
      false},
     {"--keep", 1, 86400, TIDE_SEC(1), OFF(keep), false},
+    {"--health-interval", 1, 3600000, TIDE_MS(1), OFF(health_interval), false},
     {"--client-timeout", 1, 3600000, TIDE_MS(1), OFF(client_timeout), false},
     {"--drain-timeout", 0, 3600000, TIDE_MS(1), OFF(drain_timeout), false},
     {"--breaker-strikes", 1, 1000, 0, OFF(breaker_opts.strikes), true},
@@ -464,6 +469,7 @@ void px_config_pool_options(const struct px_config *c,
         .ward = {.breaker = c->breaker ? &c->breaker_opts : NULL,
                  .backoff = c->backoff ? &c->backoff_opts : &no_wait},
         .queue_max = 65536,
+        .health_interval = c->health_interval,
     };
 }
 

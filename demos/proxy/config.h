@@ -51,6 +51,8 @@ struct px_config {
     int64_t cap;              /* across the group; 0: none */
     int64_t acquire_timeout;  /* ns */
     int64_t keep;             /* ns an idle upstream connection is kept */
+    int64_t health_interval;  /* ns between checks of idle connections
+                                 (h2: a PING); 0: the pool's preset */
     int64_t connect_timeout;  /* ns; 0: the TCP factory's preset */
     int64_t response_timeout; /* ns; 0: the proxy's preset */
     int64_t client_timeout;   /* ns; 0: the proxy's preset */

@@ -86,6 +86,7 @@ START_TEST(bad_numbers_are_refused_by_name)
     refused("--backoff-base", "99999999999999999999");
     refused("--connect-timeout", "x");
     refused("--response-timeout", "-100");
+    refused("--health-interval", "0");
     const char *bodies[] = {"0",     "-1",  "1.5m",
                             "k",     "12x", "2t",
                             "1025g", "4kk", "99999999999999999999"};

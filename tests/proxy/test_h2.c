@@ -4,10 +4,13 @@
  * nginx cannot be told: a low stream limit, echoed bodies, a kill). Each
  * test ends with the group closed, the loop run dry and no descriptor
  * left open. Without nginx or nghttpd the binary exits 77. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -484,6 +487,131 @@ START_TEST(a_rst_stream_fails_that_request_alone)
 }
 END_TEST
 
+/* ---- the proxy's own timeout on a stream ---- */
+
+/* A listener on 127.0.0.1 that never accepts: the kernel completes the
+ * connects (its backlog), nothing ever answers. Its port in *port. */
+static int silent_listener(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(fd, 16), 0);
+    socklen_t len = sizeof a;
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+struct hold_job {
+    int port;
+    bool holds; /* the one whose response never comes; else a fast one */
+    volatile int *held_done;
+    int status;
+    int64_t ms;
+    int done; /* fast: 200s while the held one waited */
+    int failures;
+    char why[256];
+};
+
+/* The held one GETs /hold (its origin never answers) and takes what
+ * comes; the fast one GETs /f1k on its own client connection until the
+ * held one has its answer. */
+static void hold_or_fast(void *arg)
+{
+    struct hold_job *j = arg;
+    int fd = client_connect(j->port);
+    if (j->holds) {
+        int64_t t0 = now_ms();
+        struct response r;
+        j->status = -1;
+        if (client_request(fd, "GET", "/hold", NULL, 0, false, &r))
+            j->status = r.status;
+        j->ms = now_ms() - t0;
+        response_dispose(&r);
+        *j->held_done = 1;
+        close(fd);
+        return;
+    }
+    while (!*j->held_done) {
+        struct response r;
+        if (!client_request(fd, "GET", "/f1k", NULL, 0, false, &r) ||
+            r.status != 200 || r.body_len != 1024 ||
+            memcmp(r.body, file_bytes(1024), 1024) != 0)
+            FAIL(j, "GET /f1k beside the held one: status %d", r.status);
+        else if (!*j->held_done)
+            j->done++;
+        response_dispose(&r);
+        usleep(10 * 1000);
+    }
+    close(fd);
+}
+
+/* Whether nginx's access log at path has a line with both words. */
+static bool log_has(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, a) && strstr(line, b);
+    fclose(f);
+    return found;
+}
+
+START_TEST(the_proxys_timeout_resets_that_stream_alone_and_answers_504)
+{
+    /* a second HTTP/2 server whose /hold waits on a listener that never
+     * answers (nginx's own proxy_read_timeout, 60 s, far beyond ours); its
+     * access log tells how each stream ended (499: the client reset it) */
+    int silent_port;
+    int silent = silent_listener(&silent_port);
+    int port = tide_test_free_port();
+    char extra[1024], alog[200];
+    nginx_h2(false, NULL);
+    snprintf(alog, sizeof alog, "%s/h2.log", ng.child.dir);
+    snprintf(extra, sizeof extra,
+             "server {\n  listen 127.0.0.1:%d http2;\n  root %s;\n"
+             "  access_log %s;\n"
+             "  location = /hold { proxy_pass http://127.0.0.1:%d; }\n }\n",
+             port, ng.child.dir, alog, silent_port);
+    nginx_stop(&ng);
+    nginx_start(&ng, ng.port, extra);
+    const char *words[] = {"--response-timeout", "500", NULL};
+    proxy_start_scheme("h2c", port, 1, words); /* one connection */
+    static volatile int held_done;
+    held_done = 0;
+    struct hold_job h = {
+        .port = proxy_port(), .holds = true, .held_done = &held_done};
+    struct hold_job f = {.port = proxy_port(), .held_done = &held_done};
+    void *args[2] = {&h, &f};
+    run_clients(hold_or_fast, args, 2, 20000);
+    ck_assert_msg(f.failures == 0, "%s", f.why);
+    ck_assert_int_eq(h.status, 504);
+    ck_assert_msg(h.ms >= 450 && h.ms < 3000, "the 504 came after %lld ms",
+                  (long long)h.ms);
+    /* the other stream carried on while this one waited */
+    ck_assert_int_gt(f.done, 5);
+    ck_assert_uint_eq(pstats().errors_504, 1);
+    /* the proxy reset the stream (RST_STREAM): nginx ended it as the
+     * client's doing, while the connection stayed up */
+    run_ms(200);
+    ck_assert_msg(log_has(alog, "/hold", "\" 499 "),
+                  "nginx did not see /hold reset by the proxy");
+    /* the connection stays in use */
+    struct get_job g = {.port = proxy_port()};
+    run_client(get_files, &g, 30000);
+    ck_assert_msg(g.failures == 0, "%s", g.why);
+    ck_assert_uint_eq(upstream_stats().made, 1);
+    ck_assert_uint_eq(upstream_stats().destroyed, 0);
+    close(silent);
+}
+END_TEST
+
 struct one_job {
     int port;
     const char *method;
@@ -526,6 +654,198 @@ START_TEST(an_origin_killed_and_restarted_serves_again)
 }
 END_TEST
 
+/* ---- an origin killed under load ---- */
+
+#define OWN_BYTES 16384
+
+/* Client i's own file, /c<i>: its number over and over, 16 KiB (several
+ * DATA frames), so a body that went to another client is seen. */
+static void own_body(int i, unsigned char *out)
+{
+    char word[16];
+    int n = snprintf(word, sizeof word, "client %d ", i);
+    for (size_t k = 0; k < OWN_BYTES; k++)
+        out[k] = (unsigned char)word[k % (size_t)n];
+}
+
+struct own_job {
+    int port;
+    int id;
+    volatile int *stop;
+    bool timer; /* not a client: stops the others (and kills, when kill) */
+    bool kill;
+    int ok;  /* 200 with its own body */
+    int bad; /* 502 */
+    int cut; /* its own body's start, then the connection closed */
+    int failures;
+    char why[256];
+};
+
+/* GETs its own /c<id> until told to stop: each answer is its own body or
+ * a 502, or its head and the start of its own body before a cut. */
+static void get_own(struct own_job *j)
+{
+    unsigned char want[OWN_BYTES];
+    own_body(j->id, want);
+    char path[16];
+    snprintf(path, sizeof path, "/c%d", j->id);
+    int fd = client_connect(j->port);
+    while (!*j->stop && !j->failures) {
+        struct response r;
+        bool whole = client_request(fd, "GET", path, NULL, 0, false, &r);
+        if (!whole && r.status == 200 && r.body_len < OWN_BYTES &&
+            (!r.body_len || memcmp(r.body, want, r.body_len) == 0)) {
+            j->cut++; /* its head was out: cut, never a 502 after it */
+            r.keep_alive = false;
+        } else if (!whole)
+            FAIL(j, "GET %s: no response (status %d, %zu bytes)", path,
+                 r.status, r.body_len);
+        else if (r.status == 200 && r.body_len == OWN_BYTES &&
+                 memcmp(r.body, want, OWN_BYTES) == 0)
+            j->ok++;
+        else if (r.status == 502)
+            j->bad++;
+        else
+            FAIL(j, "GET %s: status %d, %zu bytes: '%.*s'", path, r.status,
+                 r.body_len, (int)(r.body_len < 32 ? r.body_len : 32),
+                 r.body ? (const char *)r.body : "");
+        bool again = r.keep_alive;
+        response_dispose(&r);
+        if (!again) {
+            close(fd);
+            fd = client_connect(j->port);
+        }
+    }
+    close(fd);
+}
+
+/* The timer lets the load run 300 ms, SIGKILLs the origin when told to,
+ * lets it run 300 ms more, then stops it. */
+static void get_own_or_time(void *arg)
+{
+    struct own_job *j = arg;
+    if (!j->timer) {
+        get_own(j);
+        return;
+    }
+    usleep(300 * 1000);
+    if (j->kill)
+        tide_test_child_signal(&nghttpd, SIGKILL);
+    usleep(300 * 1000);
+    *j->stop = 1;
+}
+
+enum { OWN_CLIENTS = 20 };
+
+/* OWN_CLIENTS clients on their own files for 600 ms, the origin killed
+ * after 300 when `kill`; the 200s, 502s and cuts they had. */
+static void own_load(bool kill, int *ok, int *bad, int *cut)
+{
+    static struct own_job jobs[OWN_CLIENTS + 1];
+    static volatile int stop;
+    stop = 0;
+    void *args[OWN_CLIENTS + 1];
+    for (int i = 0; i <= OWN_CLIENTS; i++) {
+        jobs[i] = (struct own_job){.port = proxy_port(),
+                                   .id = i,
+                                   .stop = &stop,
+                                   .timer = i == OWN_CLIENTS,
+                                   .kill = kill};
+        args[i] = &jobs[i];
+    }
+    run_clients(get_own_or_time, args, OWN_CLIENTS + 1, 30000);
+    *ok = *bad = *cut = 0;
+    for (int i = 0; i < OWN_CLIENTS; i++) {
+        ck_assert_msg(jobs[i].failures == 0, "%s", jobs[i].why);
+        *ok += jobs[i].ok;
+        *bad += jobs[i].bad;
+        *cut += jobs[i].cut;
+    }
+}
+
+START_TEST(an_origin_killed_under_load_answers_each_get_its_own_or_502)
+{
+    nghttpd_start(0, 100);
+    int port = nghttpd_port;
+    for (int i = 0; i < OWN_CLIENTS; i++) {
+        unsigned char b[OWN_BYTES];
+        char name[16];
+        own_body(i, b);
+        snprintf(name, sizeof name, "c%d", i);
+        write_file(nghttpd.dir, name, b, OWN_BYTES);
+    }
+    /* no breaker and no backoff: a dead origin is a 502, never a 503 (the
+     * breaker open, makes held after a failed one) */
+    const char *words[] = {"--no-breaker", "--no-backoff", NULL};
+    proxy_start_scheme("h2c", port, 2, words);
+    int ok, bad, cut;
+    own_load(true, &ok, &bad, &cut);
+    printf("killed under load: %d own bodies, %d 502s, %d cut after "
+           "their head\n",
+           ok, bad, cut);
+    ck_assert_int_gt(ok, 0);
+    /* the streams in flight at the kill, and those after it */
+    ck_assert_int_gt(bad, 0);
+    ck_assert_uint_eq(pstats().errors_502, (uint64_t)bad);
+    tide_test_child_stop(&nghttpd, SIGKILL, 3000);
+    nghttpd_start(port, 100);
+    uint64_t made = upstream_stats().made;
+    own_load(false, &ok, &bad, &cut);
+    ck_assert_int_gt(ok, 0);
+    ck_assert_int_eq(bad + cut, 0);
+    ck_assert_uint_gt(upstream_stats().made, made);
+    /* nothing lent is left behind; the fds: teardown */
+    ck_assert_int_eq(upstream_stats().lent, 0);
+}
+END_TEST
+
+/* ---- PING, the health check of an idle connection ---- */
+
+START_TEST(an_idle_connection_whose_origin_stops_answering_fails_its_ping)
+{
+    nghttpd_start(0, 100);
+    const char *words[] = {"--health-interval", "200", "--response-timeout",
+                           "1500", NULL};
+    proxy_start_scheme("h2c", nghttpd_port, 4, words);
+    struct one_job j = {.port = proxy_port(), .method = "POST"};
+    run_client(one_request, &j, 10000);
+    ck_assert_int_eq(j.status, 200);
+    /* idle and checked: the origin answers the PINGs */
+    run_ms(700);
+    ck_assert_uint_eq(upstream_stats().health_failures, 0);
+    ck_assert_int_eq(upstream_stats().idle, 1);
+    /* stopped, the origin still holds the connection open (no EOF), but
+     * answers no PING: the check finds it dead within its 5 s */
+    tide_test_child_signal(&nghttpd, SIGSTOP);
+    int64_t t0 = now_ms();
+    while (upstream_stats().health_failures == 0 && now_ms() - t0 < 8000)
+        run_ms(50);
+    int64_t found = now_ms() - t0;
+    struct tide_evpool_stats st = upstream_stats();
+    /* a request while it is stopped: a fresh connection is tried (the
+     * kernel still completes the connect), nothing answers, and a timeout
+     * of the proxy's ends it: acquire's (3 s) or response's (1.5 s) */
+    struct one_job k = {.port = proxy_port(), .method = "GET"};
+    int64_t t1 = now_ms();
+    run_client(one_request, &k, 10000);
+    int64_t took = now_ms() - t1;
+    tide_test_child_signal(&nghttpd, SIGCONT);
+    ck_assert_msg(st.health_failures == 1, "no failed check after %lld ms",
+                  (long long)found);
+    ck_assert_msg(found >= 4500 && found < 7000,
+                  "the check failed after %lld ms", (long long)found);
+    /* closed, not lent */
+    ck_assert_int_eq(st.live, 0);
+    ck_assert_uint_eq(st.destroyed, 1);
+    ck_assert_int_eq(k.status, 504);
+    ck_assert_msg(took < 4500, "the 504 took %lld ms", (long long)took);
+    /* continued, the origin serves again */
+    run_client(one_request, &j, 10000);
+    ck_assert_msg(j.status == 200, "status %d: %s", j.status, j.body);
+    ck_assert_uint_eq(upstream_stats().made, 2);
+}
+END_TEST
+
 START_TEST(an_upstream_that_does_not_choose_h2_is_named_in_the_502)
 {
     nginx_start_tls(&ng, 0, NULL); /* TLS without http2: ALPN picks none */
@@ -561,7 +881,13 @@ static Suite *h2_suite(void)
     tcase_add_test(tc, goaway_mid_load_fails_no_idempotent_request);
     tcase_add_test(tc, a_rst_stream_fails_that_request_alone);
     tcase_add_test(tc, an_origin_killed_and_restarted_serves_again);
+    tcase_add_test(tc,
+                   the_proxys_timeout_resets_that_stream_alone_and_answers_504);
     tcase_add_test(tc, an_upstream_that_does_not_choose_h2_is_named_in_the_502);
+    tcase_add_test(
+        tc, an_idle_connection_whose_origin_stops_answering_fails_its_ping);
+    tcase_add_test(tc,
+                   an_origin_killed_under_load_answers_each_get_its_own_or_502);
     suite_add_tcase(s, tc);
     return s;
 }
