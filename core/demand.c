@@ -186,14 +186,8 @@ size_t tide_pool_shrink(struct tide_pool *p, int64_t now, int64_t least,
     /* oldest first: the least recently used, as keep would retire them */
     for (uint32_t place = p->idle_bottom;
          place < p->idle_top && (int64_t)k < most; place++) {
-        uint32_t i = *stack_at(p, place);
-        if (i == NIL)
-            continue;
-        out[k++] = p->slots[i].item;
-        *stack_at(p, place) = NIL; /* the ends are trimmed after */
-        p->pushed_place = NIL;
-        p->idle_count--;
-        tide__pool_slot_release(p, i);
+        if (*stack_at(p, place) != NIL)
+            out[k++] = idle_hand_out(p, place);
     }
     if (k > 0)
         tide__pool_idle_trim(p);

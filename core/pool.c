@@ -887,13 +887,8 @@ size_t tide_pool_evict(struct tide_pool *p, int64_t now, void **out, size_t n)
     for (uint32_t place = p->idle_bottom; place < p->idle_top && k < n;
          place++) {
         uint32_t i = *stack_at(p, place);
-        if (i != NIL && expired(p, &p->slots[i], now)) {
-            out[k++] = p->slots[i].item;
-            *stack_at(p, place) = NIL; /* the ends are trimmed after */
-            p->pushed_place = NIL;
-            p->idle_count--;
-            tide__pool_slot_release(p, i);
-        }
+        if (i != NIL && expired(p, &p->slots[i], now))
+            out[k++] = idle_hand_out(p, place);
     }
     if (k > 0)
         tide__pool_idle_trim(p);

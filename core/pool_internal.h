@@ -160,6 +160,23 @@ static TIDE__INLINE uint32_t idle_pop(struct tide_pool *p)
     return i;
 }
 
+/* Frees a slot and forgets its item. */
+void tide__pool_slot_release(struct tide_pool *p, uint32_t i);
+
+/* Hands the idle one at place out of the pool (evict, shrink): its place
+ * left a hole, its slot released; returns its item. The caller trims the
+ * stack's ends once after a run of these (tide__pool_idle_trim). */
+static inline void *idle_hand_out(struct tide_pool *p, uint32_t place)
+{
+    uint32_t i = *stack_at(p, place);
+    void *item = p->slots[i].item;
+    *stack_at(p, place) = NIL;
+    p->pushed_place = NIL;
+    p->idle_count--;
+    tide__pool_slot_release(p, i);
+    return item;
+}
+
 /* Returns a slot to the free list; its item, if any, is off the map. */
 static inline void slot_free(struct tide_pool *p, uint32_t i)
 {
@@ -307,8 +324,6 @@ struct tide_taken tide__pool_take_idle_as(struct tide_pool *p, int64_t now,
 struct tide_taken tide__pool_hand_stale(struct tide_pool *p);
 /* Takes idle slot i out of the stack, from wherever it is. */
 void tide__pool_idle_unlink(struct tide_pool *p, uint32_t i);
-/* Frees a slot and forgets its item. */
-void tide__pool_slot_release(struct tide_pool *p, uint32_t i);
 /* Settles the loan of a lent or held slot. */
 void tide__pool_end_loan(struct tide_pool *p, struct slot *s, int64_t now);
 /* idle_or_leave, out of line. */
