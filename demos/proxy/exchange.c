@@ -87,18 +87,9 @@ void px__exchange_failed(struct client *c, const char *why)
             c->stale_retried = true;
         else
             c->retried = true;
-        c->px->stats.retries++;
-        px__start_exchange(c);
-        px__client_pump(c); /* the rest of its body, as it comes */
+        px__exchange_again(c);
         return;
     }
-    if (c->head_sent) {
-        /* half a response is out: only closing tells the client */
-        c->px->stats.aborted++;
-        px__client_kill(c);
-        return;
-    }
-    c->px->stats.errors_502++;
     char body[512];
     if (again)
         snprintf(body, sizeof body,
@@ -107,7 +98,26 @@ void px__exchange_failed(struct client *c, const char *why)
                  why, RETRY_MAX / 1024);
     else
         snprintf(body, sizeof body, "%s", why);
-    px__client_write_error(c, 502, "Bad Gateway", NULL, body);
+    px__exchange_refuse(c, body);
+}
+
+void px__exchange_again(struct client *c)
+{
+    c->px->stats.retries++;
+    px__start_exchange(c);
+    px__client_pump(c); /* the rest of its body, as it comes */
+}
+
+void px__exchange_refuse(struct client *c, const char *why)
+{
+    if (c->head_sent) {
+        /* half a response is out: only closing tells the client */
+        c->px->stats.aborted++;
+        px__client_kill(c);
+        return;
+    }
+    c->px->stats.errors_502++;
+    px__client_write_error(c, 502, "Bad Gateway", NULL, why);
     px__client_next(c);
 }
 

@@ -341,20 +341,12 @@ static void stream_failed(struct client *c, enum give how, bool retry,
     if (retry && !any && px__idempotent(c->method) && !c->retried &&
         !c->retry_outgrown) {
         c->retried = true;
-        c->px->stats.retries++;
-        px__start_exchange(c);
-        px__client_pump(c);
+        px__exchange_again(c);
         return;
     }
-    if (c->head_sent) {
-        c->px->stats.aborted++;
-        px__client_kill(c);
-        return;
-    }
-    c->px->stats.errors_502++;
-    px__client_write_error(c, 502, "Bad Gateway", NULL, why);
-    px__client_next(c);
-    if (c->state != C_DEAD)
+    bool cut = c->head_sent; /* refuse kills the client then */
+    px__exchange_refuse(c, why);
+    if (!cut && c->state != C_DEAD)
         px__client_flush(c);
 }
 

@@ -366,6 +366,12 @@ void px__send_upstream(struct client *c);
 /* exchange.c */
 bool px__give_back(struct client *c, enum give how);
 void px__exchange_failed(struct client *c, const char *why);
+/* The exchange goes again on another connection (a retry, counted), its
+ * request's body sent on as it comes. */
+void px__exchange_again(struct client *c);
+/* The exchange failed for good: 502 with why as its body, or, half of the
+ * response being out already, the client cut (counted as aborted). */
+void px__exchange_refuse(struct client *c, const char *why);
 void px__start_exchange(struct client *c);
 
 /* h2.c */
