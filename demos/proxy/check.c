@@ -15,8 +15,12 @@
  * CR as a line's end (RFC 9112 2.2), a line folded onto the one before it
  * (obs-fold, 5.2), space between a field's name and its colon (5.1: a
  * name "Transfer-Encoding " that one reader ignores and another takes for
- * the framing). Returns 0 until the head's end is in, 1 once it is (its
- * bytes are fine to parse), or the status that refuses the request. */
+ * the framing), a control character in a field (5.5: libhttp-parser
+ * checks a value's bytes but its first, and a "\x1e" that began one
+ * line stood inside the one X-Forwarded-For made of it, a request the
+ * upstream's parser refused). Returns 0 until the head's end is in, 1
+ * once it is (its bytes are fine to parse), or the status that refuses
+ * the request. */
 int px__head_scan(struct head_scan *s, const char *p, size_t len)
 {
     for (; s->at < len; s->at++) {
@@ -44,6 +48,8 @@ int px__head_scan(struct head_scan *s, const char *p, size_t len)
             continue;
         }
         if (s->fields && s->line == 0 && (b == ' ' || b == '\t'))
+            return 400;
+        if (s->fields && b != '\t' && px__is_control(b))
             return 400;
         if (s->fields && s->line == 0 && ++s->fields_n > FIELDS_MAX)
             return 431;

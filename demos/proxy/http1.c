@@ -199,7 +199,18 @@ static int rs_field(http_parser *p, const char *at, size_t len)
 
 static int rs_value(http_parser *p, const char *at, size_t len)
 {
-    px__headers_value(&((struct client *)p->data)->resp_headers, at, len);
+    struct client *c = p->data;
+    /* libhttp-parser checks a value's bytes but its first (RFC 9110 5.5
+     * allows no control character but HTAB in any): relayed, it is one
+     * more parser's to read another way */
+    for (size_t i = 0; i < len; i++) {
+        if (at[i] != '\t' && px__is_control(at[i])) {
+            c->resp_refused = "a response header field's value with a "
+                              "control character";
+            return -1;
+        }
+    }
+    px__headers_value(&c->resp_headers, at, len);
     return 0;
 }
 

@@ -322,6 +322,14 @@ void px__add_header(struct px_buf *b, const char *name, const char *value);
 void px__add_uint(struct px_buf *b, uint64_t v);
 void px__add_hex(struct px_buf *b, uint64_t v);
 
+/* A control character (RFC 5234 CTL), which no field holds but HTAB
+ * (RFC 9110 5.5): libhttp-parser checks a value's bytes but its first. */
+static inline bool px__is_control(char b)
+{
+    unsigned char u = (unsigned char)b;
+    return u < 0x20 || u == 0x7f;
+}
+
 /* check.c */
 int px__head_scan(struct head_scan *s, const char *p, size_t len);
 void px__chunk_scan_init(struct chunk_scan *s, uint64_t max);

@@ -55,6 +55,12 @@ static const struct script scripts[] = {
      KEEP},
     /* a status of two digits, which libhttp-parser reads as 20 */
     {"/status-20", "HTTP/1.1 20 OK\r\nContent-Length: 1\r\n\r\nh", KEEP},
+    /* a control character first in a value, which libhttp-parser does
+     * not check (it checks the rest) */
+    {"/value-control",
+     "HTTP/1.1 200 OK\r\nX-A:\x1e"
+     "a\r\nContent-Length: 2\r\n\r\nok",
+     KEEP},
     /* a space before a field's colon (RFC 9112 5.1), which libhttp-parser
      * frames by all the same, and one inside a name */
     {"/204-length-space",
@@ -254,6 +260,19 @@ START_TEST(a_status_of_two_digits_is_a_bad_response)
     struct px_stats s;
     px_stats(proxy, &s);
     ck_assert_uint_eq(s.discarded, 1);
+}
+END_TEST
+
+/* A response field's value with a control character (RFC 9110 5.5) is a
+ * bad response, 502 with the cause: libhttp-parser lets one through as a
+ * value's first byte, and the next parser may read it another way. */
+START_TEST(a_control_character_in_a_response_value_is_a_bad_response)
+{
+    proxy_on_script(NULL);
+    struct raw r;
+    talk(&r, proxy_port(), "GET /value-control HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_msg(strncmp(r.got, "HTTP/1.1 502 ", 13) == 0, "%s", r.got);
+    ck_assert_msg(strstr(r.got, "control character"), "%s", r.got);
 }
 END_TEST
 
@@ -713,6 +732,16 @@ START_TEST(ambiguous_request_framing_is_refused_with_400)
         "Content-Length: 4\r\n\r\nabcd",
         "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
         "Content-Length: 3\r\n\r\nabc",
+        /* a control character in a field (RFC 9110 5.5): first in a
+         * value, where libhttp-parser does not look, it stood inside the
+         * X-Forwarded-For the proxy made of two lines */
+        "GET / HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 1.1.1.1\r\n"
+        "X-Forwarded-For:\x1e"
+        "2.2.2.2\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: t\r\nX-A: a\x7f"
+        "b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: t\r\nX-\x01"
+        "A: a\r\n\r\n",
     };
     proxy_on_script(NULL);
     each_refused_with_400(reqs, sizeof reqs / sizeof reqs[0], NULL);
@@ -1058,6 +1087,8 @@ static Suite *framing_suite(void)
     tcase_add_checked_fixture(tc, harness_setup, script_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_status_of_two_digits_is_a_bad_response);
+    tcase_add_test(tc,
+                   a_control_character_in_a_response_value_is_a_bad_response);
     tcase_add_test(tc, space_before_a_response_fields_colon_is_removed);
     tcase_add_test(tc, a_space_inside_a_response_fields_name_is_a_bad_response);
     tcase_add_test(tc, a_request_line_without_a_version_is_refused);
