@@ -61,7 +61,11 @@
  *   linearly from 10% to 100% over options.slow_start (HAProxy's
  *   slowstart, Envoy's slow_start_config from 10%): a cold origin gets
  *   about weight x its fair share, and its latency average starts at the
- *   others' mean, not at a stale or flattering figure of its own.
+ *   others' mean, not at a stale or flattering figure of its own (its
+ *   average from before the outage, decayed while it was out). Both from
+ *   the first pick that finds it back, not from its first loan: until a
+ *   make for it (a connect, a handshake) answered, the pick would weigh
+ *   the old figure, and a decayed one sends it every caller meanwhile.
  * - Retry budget. A retry is an acquire moved to another upstream after
  *   one was tried and failed (a failed make: refusals at once without
  *   touching the upstream, an open breaker or a full queue, cost nothing

@@ -395,6 +395,61 @@ START_TEST(slow_start_follows_an_outage)
 }
 END_TEST
 
+/* Steps of 1 ms with no new loan, until the loans out have ended, each
+ * at its own time (drain_loans ends them all at once, late). */
+static void quiet(int ms)
+{
+    for (int t = 0; t < ms; t++) {
+        now_ns += TIDE_MS(1);
+        settle();
+    }
+}
+
+/* An upstream slow before an outage, back fast: a pick judges it cold
+ * (the others' mean, the slow start's 10%) from the moment it is let
+ * through again, not by its average from before (which at a 10 s decay
+ * would keep it out for seconds), nor from its first loan. */
+START_TEST(
+    an_upstream_back_from_an_outage_is_judged_cold_not_by_its_old_average)
+{
+    new_group((struct tide_group_options){.slow_start = TIDE_SEC(10),
+                                          .decay = TIDE_SEC(10)});
+    struct tide_evpool_options o = *pool_options();
+    o.ward.breaker = &(struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .cooldown = TIDE_SEC(60)};
+    for (int i = 0; i < 4; i++)
+        add(i, false, &o);
+    const int64_t hold[4] = {TIDE_MS(4), TIDE_MS(4), TIDE_MS(4), TIDE_MS(4)};
+    const int64_t slow[4] = {TIDE_MS(40), TIDE_MS(4), TIDE_MS(4), TIDE_MS(4)};
+    traffic(1000, hold, NULL);
+    traffic(1000, slow, NULL);
+    quiet(50);
+    ck_assert_int_eq(n_loans, 0);
+    ck_assert_int_ge(route(0).latency, TIDE_MS(35));
+    struct tide_breaker *b =
+        tide_evpool_breaker(tide_group_upstream_pool(ups[0].u));
+    tide_breaker_deactivate(b, real_now());
+    int out[4] = {0};
+    traffic(1500, hold, out);
+    ck_assert_int_eq(out[0], 0);
+    ck_assert(route(0).held);
+    /* still well above the others' 4 ms, decayed by e^-0.15 */
+    ck_assert_int_ge(route(0).latency, TIDE_MS(30));
+    tide_breaker_activate(b, real_now());
+    traffic(1, hold, NULL);
+    struct tide_group_route r0 = route(0);
+    ck_assert(!r0.held);
+    ck_assert(r0.weight < 0.15);
+    ck_assert_int_ge(r0.latency, TIDE_MS(3));
+    ck_assert_int_le(r0.latency, TIDE_MS(5));
+    /* the first 2 s: weight 10% to 28% of a fair 25% */
+    int early[4] = {0};
+    traffic(2000, hold, early);
+    ck_assert_int_ge(early[0], 2000 * 25 / 100 * 4 / 100);
+    ck_assert_int_le(early[0], 2000 * 25 / 100 * 35 / 100);
+}
+END_TEST
+
 /* ---- the retry budget ---- */
 
 START_TEST(retries_are_bounded_by_the_budget)
@@ -573,6 +628,9 @@ static Suite *route_suite(void)
     tcase_add_test(tc, a_loan_s_duration_is_timed_on_the_group_s_clock);
     tcase_add_test(tc, slow_start_ramps_an_upstream_added_at_run_time);
     tcase_add_test(tc, slow_start_follows_an_outage);
+    tcase_add_test(
+        tc,
+        an_upstream_back_from_an_outage_is_judged_cold_not_by_its_old_average);
     tcase_add_test(tc, retries_are_bounded_by_the_budget);
     tcase_add_test(tc,
                    a_failover_past_the_budget_gets_the_failure_and_its_cause);
