@@ -269,6 +269,22 @@ TIDE_API int tide_group_retry(struct tide_group *g,
                               int64_t timeout, tide_group_acquire_cb cb,
                               void *arg, struct tide_group_acquire **handle);
 
+/* A retry, as tide_group_retry, of a request that failed on each of the n
+ * upstreams in failed[] (in the order it met them; the last one's failure
+ * is the one retried, and counts in its route's failures): none of them is
+ * tried while another upstream can be, so a request that met two failing
+ * upstreams is not sent back to the first (with tide_group_retry naming
+ * the last alone, half of a group in a brown-out would be met again one
+ * retry in three). When every upstream is among them, any may be tried.
+ * The entries are compared with the group's upstreams, never read: one
+ * removed and drained since may be named. n 0 is tide_group_retry with
+ * NULL; TIDE_EINVAL for failed NULL with n > 0. */
+TIDE_API int tide_group_retry_avoid(struct tide_group *g,
+                                    struct tide_group_upstream *const *failed,
+                                    size_t n, int64_t timeout,
+                                    tide_group_acquire_cb cb, void *arg,
+                                    struct tide_group_acquire **handle);
+
 /* Cancels a pending acquire. After it returns the callback never runs,
  * unless notify: then it runs once, from the loop, with TIDE_ECANCELLED. */
 TIDE_API void tide_group_cancel(struct tide_group_acquire *h, bool notify);

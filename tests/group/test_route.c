@@ -496,6 +496,50 @@ START_TEST(retries_are_bounded_by_the_budget)
 }
 END_TEST
 
+/* A request that met two failing upstreams goes to neither again: naming
+ * the last alone, it would go back to the first one retry in three. */
+START_TEST(a_retry_avoids_every_upstream_the_request_failed_on)
+{
+    new_group(
+        (struct tide_group_options){.retry_ratio = 1, .retry_floor = 100});
+    for (int i = 0; i < 4; i++)
+        add(i, false, NULL);
+    for (int k = 0; k < 100; k++) {
+        lend(0);
+        settle();
+    }
+    struct tide_group_upstream *failed[4] = {ups[0].u, ups[1].u, ups[2].u,
+                                             ups[3].u};
+    int got[4] = {0};
+    for (int k = 0; k < 60; k++) {
+        struct ans a = {0};
+        ck_assert_int_eq(
+            tide_group_retry_avoid(group, failed, 2, 0, on_answer, &a, NULL),
+            0);
+        await(&a);
+        ck_assert_int_eq(a.status, 0);
+        got[index_of(a.u)]++;
+        ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    }
+    ck_assert_int_eq(got[0] + got[1], 0);
+    ck_assert_int_gt(got[2], 0);
+    ck_assert_int_gt(got[3], 0);
+    /* the last one met is the one the retry is for */
+    ck_assert_uint_eq(route(1).failures, 60);
+    ck_assert_uint_eq(route(0).failures, 0);
+    /* all of them named: any may serve */
+    struct ans a = {0};
+    ck_assert_int_eq(
+        tide_group_retry_avoid(group, failed, 4, 0, on_answer, &a, NULL), 0);
+    await(&a);
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    ck_assert_int_eq(
+        tide_group_retry_avoid(group, NULL, 1, 0, on_answer, &a, NULL),
+        TIDE_EINVAL);
+}
+END_TEST
+
 START_TEST(a_failover_past_the_budget_gets_the_failure_and_its_cause)
 {
     /* three failing, one serving: an acquire landing on a failing one
@@ -632,6 +676,7 @@ static Suite *route_suite(void)
         tc,
         an_upstream_back_from_an_outage_is_judged_cold_not_by_its_old_average);
     tcase_add_test(tc, retries_are_bounded_by_the_budget);
+    tcase_add_test(tc, a_retry_avoids_every_upstream_the_request_failed_on);
     tcase_add_test(tc,
                    a_failover_past_the_budget_gets_the_failure_and_its_cause);
     tcase_add_test(tc, a_panic_spreads_over_all);
