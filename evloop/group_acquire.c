@@ -282,6 +282,12 @@ int tide_group_try_acquire(struct tide_group *g, struct tide_group_upstream **u,
     if (g->capped.count > 0 || (g->cap > 0 && g->slots >= g->cap))
         return TIDE_EWOULDBLOCK;
     int64_t now = tide__group_clock();
+    /* a probe goes out on an acquire only (the pick sends it there): a
+     * caller that always found an idle one here would keep an upstream
+     * back from an outage waiting for its probe until the fast path
+     * missed by chance (its refusal, 1 while open, keeps the pick away) */
+    if (tide__group_probe_due(g, now))
+        return TIDE_EWOULDBLOCK;
     size_t n = tide__group_candidates(g, NULL, now, true);
     struct tide_group_upstream *up = tide__group_choose(g, n, now);
     if (!up)

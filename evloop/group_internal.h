@@ -215,6 +215,8 @@ double tide__group_mean_latency(struct tide_group *g, int64_t rnow,
 /* The upstream a goes to next, or NULL when none is left. */
 struct tide_group_upstream *tide__group_pick(struct tide_group_acquire *a,
                                              int64_t now);
+/* Whether an open breaker's probe is due: an acquire would carry it. */
+bool tide__group_probe_due(struct tide_group *g, int64_t now);
 /* A probe's acquire has left its upstream u. */
 void tide__group_probe_done(struct tide_group_acquire *a,
                             struct tide_group_upstream *u, int64_t now);

@@ -185,6 +185,12 @@ static struct tide_group_upstream *due_probe(struct tide_group_acquire *a,
     return NULL;
 }
 
+bool tide__group_probe_due(struct tide_group *g, int64_t now)
+{
+    struct tide_group_acquire none = {.group = g};
+    return due_probe(&none, now) != NULL;
+}
+
 struct tide_group_upstream *tide__group_pick(struct tide_group_acquire *a,
                                              int64_t now)
 {

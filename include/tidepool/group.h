@@ -251,7 +251,10 @@ TIDE_API int tide_group_acquire(struct tide_group *g, int64_t timeout,
  * (give it back with tide_group_release or tide_group_discard), or
  * TIDE_EWOULDBLOCK (then acquire, which waits, makes, moves on and knows
  * the cause of a refusal), TIDE_ECLOSED (closing, or no upstream),
- * TIDE_EINVAL. It never makes, probes an open breaker or moves on. */
+ * TIDE_EINVAL. It never makes, probes an open breaker or moves on; while
+ * a probe of an open breaker is due it answers TIDE_EWOULDBLOCK, so the
+ * acquire that follows carries the probe (an upstream back from an
+ * outage would otherwise wait until the fast path missed by chance). */
 TIDE_API int tide_group_try_acquire(struct tide_group *g,
                                     struct tide_group_upstream **u,
                                     void **resource);

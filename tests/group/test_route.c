@@ -450,6 +450,42 @@ START_TEST(
 }
 END_TEST
 
+/* A caller that takes the fast path first (the proxy) still sends the
+ * probe of an open breaker once it is due: try_acquire leaves it to the
+ * acquire, which carries it, though idle resources wait elsewhere. */
+START_TEST(a_due_probe_is_not_starved_by_try_acquire)
+{
+    struct tide_evpool_options o = *pool_options();
+    o.ward.breaker = &(struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .cooldown = TIDE_MS(30)};
+    for (int i = 0; i < 4; i++)
+        add(i, false, &o);
+    const int64_t hold[4] = {TIDE_MS(4), TIDE_MS(4), TIDE_MS(4), TIDE_MS(4)};
+    traffic(200, hold, NULL);
+    drain_loans();
+    struct tide_breaker *b =
+        tide_evpool_breaker(tide_group_upstream_pool(ups[0].u));
+    tide_breaker_deactivate(b, real_now());
+    struct tide_group_upstream *u;
+    void *r;
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), 0);
+    ck_assert_ptr_ne(u, ups[0].u);
+    ck_assert_int_eq(tide_group_release(group, u, r), 0);
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), TIDE_EWOULDBLOCK);
+    struct ans a = {0};
+    ck_assert_int_eq(tide_group_acquire(group, 0, on_answer, &a, NULL), 0);
+    await(&a);
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_ptr_eq(a.u, ups[0].u);
+    ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    ck_assert_int_eq(route(0).breaker, TIDE_BREAKER_ACTIVE);
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), 0);
+    ck_assert_int_eq(tide_group_release(group, u, r), 0);
+}
+END_TEST
+
 /* ---- the retry budget ---- */
 
 START_TEST(retries_are_bounded_by_the_budget)
@@ -677,6 +713,7 @@ static Suite *route_suite(void)
         an_upstream_back_from_an_outage_is_judged_cold_not_by_its_old_average);
     tcase_add_test(tc, retries_are_bounded_by_the_budget);
     tcase_add_test(tc, a_retry_avoids_every_upstream_the_request_failed_on);
+    tcase_add_test(tc, a_due_probe_is_not_starved_by_try_acquire);
     tcase_add_test(tc,
                    a_failover_past_the_budget_gets_the_failure_and_its_cause);
     tcase_add_test(tc, a_panic_spreads_over_all);
