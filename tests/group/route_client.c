@@ -215,6 +215,9 @@ static void on_read(struct bufferevent *bev, void *arg)
     bool mine = body > wl && memcmp(data + head + body - wl, want, wl) == 0;
     if (!via && mine && atoi(data + head) != origins[c->origin].port)
         mine = false;
+    if (status >= 500 && via && !first_error[0]) /* the proxy says why */
+        snprintf(first_error, sizeof first_error, "%d: %.*s", status,
+                 (int)(body < 200 ? body : 200), data + head);
     evbuffer_drain(in, head + body);
     if (status >= 500) {
         struct tide_group_upstream *u = c->u;
