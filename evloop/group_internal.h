@@ -137,9 +137,8 @@ struct tide_group {
 
     /* the retry budget (group_budget.c) */
     double retry_ratio;
-    int64_t retry_floor;
-    struct tide_window *floor; /* retry_floor a second; NULL when 0 */
-    struct ring budget;        /* a: requests, b: retries */
+    double retry_reserve; /* retry_floor x retry_window, in retries */
+    struct ring budget;   /* a: requests, b: retries */
     uint64_t retries_spent;
     uint64_t retries_refused;
     /* the group's loans lent in the last minute (a), for the shares */

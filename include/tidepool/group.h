@@ -71,9 +71,11 @@
  *   touching the upstream, an open breaker or a full queue, cost nothing
  *   and are free), or a tide_group_retry. Retries may add at most
  *   options.retry_ratio of the requests (acquires and try_acquires lent)
- *   over the last options.retry_window, plus options.retry_floor a
- *   second whatever the ratio, so a quiet group can still retry (Envoy's
- *   retry budget, Finagle's RetryBudget). Past it, an acquire gets the
+ *   over the last options.retry_window, plus a reserve of
+ *   options.retry_floor a second over that window whatever the ratio,
+ *   so a quiet group can still retry, and one just made can retry the
+ *   burst of its first failures (Envoy's retry budget, Finagle's
+ *   RetryBudget and its minRetriesPerSec). Past it, an acquire gets the
  *   failure it had, with its upstream's cause and a note in the message,
  *   and tide_group_retry answers TIDE_EUNAVAILABLE: in a brown-out,
  *   retries that would each meet another failing upstream would multiply
@@ -152,8 +154,9 @@ struct tide_group_options {
     int64_t slow_start;   /* the ramp from 10% to 100%; preset 30 s */
     double retry_ratio;   /* retries per request at most, over the
                              window; preset 0.2; at most 1 */
-    int64_t retry_floor;  /* retries a second allowed whatever the ratio;
-                             preset 3 */
+    int64_t retry_floor;  /* retries a second allowed whatever the ratio,
+                             over the window (a reserve of floor x
+                             window, in a burst if need be); preset 3 */
     int64_t retry_window; /* the budget's sliding window; preset 10 s */
     double panic;         /* the share of upstreams held off past which
                              the group spreads over all; preset 0.5; 1:
@@ -379,7 +382,7 @@ struct tide_group_budget {
     uint64_t requests; /* requests in the budget's window */
     uint64_t retries;  /* retries spent in the window */
     uint64_t allowed;  /* retries the window allows: ratio x requests,
-                          plus what the floor has left this second */
+                          plus the floor's reserve (floor x window) */
     uint64_t spent;    /* retries spent, all time */
     uint64_t refused;  /* retries refused by the budget, all time */
     bool panic;        /* more than options.panic held off: spreading over

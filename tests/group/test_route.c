@@ -490,7 +490,9 @@ END_TEST
 
 START_TEST(retries_are_bounded_by_the_budget)
 {
-    new_group((struct tide_group_options){.retry_floor = 1});
+    /* a window of a second: the floor's reserve is 1 */
+    new_group((struct tide_group_options){.retry_floor = 1,
+                                          .retry_window = TIDE_SEC(1)});
     for (int i = 0; i < 2; i++)
         add(i, false, NULL);
     for (int k = 0; k < 10; k++) {
@@ -520,8 +522,8 @@ START_TEST(retries_are_bounded_by_the_budget)
     ck_assert_uint_eq(b.spent, 3);
     ck_assert_uint_eq(b.refused, 1);
     ck_assert_uint_eq(route(0).failures, 3);
-    /* the floor's second passes, the window's ten: room again */
-    now_ns += TIDE_SEC(11);
+    /* the window passes: room again */
+    now_ns += TIDE_SEC(2);
     tide_group_budget(group, &b);
     ck_assert_uint_eq(b.requests, 0);
     ck_assert_uint_eq(b.allowed, 1);
@@ -529,6 +531,35 @@ START_TEST(retries_are_bounded_by_the_budget)
         tide_group_retry(group, ups[0].u, 0, on_answer, &a[3], NULL), 0);
     await(&a[3]);
     ck_assert_int_eq(tide_group_release(group, a[3].u, a[3].r), 0);
+}
+END_TEST
+
+/* A group just made has few requests in its window: the floor's reserve
+ * (3 a second over the 10 s window) lets the burst of its first failures
+ * retry at once, as a brown-out met by eight new callers gives, where a
+ * quota of 3 in any second refused the fourth. */
+START_TEST(a_group_just_made_can_retry_a_burst)
+{
+    for (int i = 0; i < 4; i++)
+        add(i, false, NULL);
+    for (int k = 0; k < 8; k++)
+        lend(0);
+    settle();
+    struct tide_group_budget b;
+    tide_group_budget(group, &b);
+    ck_assert_uint_eq(b.requests, 8);
+    ck_assert_uint_eq(b.allowed, 30 + 1); /* the reserve, and 20% of 8 */
+    for (int k = 0; k < 31; k++) {
+        struct ans a = {0};
+        ck_assert_int_eq(
+            tide_group_retry(group, ups[k % 4].u, 0, on_answer, &a, NULL), 0);
+        await(&a);
+        ck_assert_int_eq(a.status, 0);
+        ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    }
+    struct ans a = {0};
+    ck_assert_int_eq(tide_group_retry(group, ups[0].u, 0, on_answer, &a, NULL),
+                     TIDE_EUNAVAILABLE);
 }
 END_TEST
 
@@ -580,7 +611,8 @@ START_TEST(a_failover_past_the_budget_gets_the_failure_and_its_cause)
 {
     /* three failing, one serving: an acquire landing on a failing one
      * moves on (a retry) while the budget allows */
-    new_group((struct tide_group_options){.retry_floor = 1, .seed = 5});
+    new_group((struct tide_group_options){
+        .retry_floor = 1, .retry_window = TIDE_SEC(1), .seed = 5});
     for (int i = 0; i < 3; i++)
         add(i, true, NULL);
     add(3, false, NULL);
@@ -712,6 +744,7 @@ static Suite *route_suite(void)
         tc,
         an_upstream_back_from_an_outage_is_judged_cold_not_by_its_old_average);
     tcase_add_test(tc, retries_are_bounded_by_the_budget);
+    tcase_add_test(tc, a_group_just_made_can_retry_a_burst);
     tcase_add_test(tc, a_retry_avoids_every_upstream_the_request_failed_on);
     tcase_add_test(tc, a_due_probe_is_not_starved_by_try_acquire);
     tcase_add_test(tc,
