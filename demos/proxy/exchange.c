@@ -81,8 +81,8 @@ void px__exchange_failed(struct client *c, const char *why)
      * it does once after a failure */
     struct tide_group_upstream *up = c->up;
     bool stale = px__give_back(c, c->any_byte ? GIVE_DISCARD : GIVE_STALE);
-    if (stale && c->stale_retried && !c->retried &&
-        px__idempotent(c->method) && !c->retry_outgrown) {
+    if (stale && c->stale_retried && !c->retried && px__idempotent(c->method) &&
+        !c->retry_outgrown) {
         /* stale on its stale retry too: the upstream closed all it kept
          * at once; on as after a failure, elsewhere (failover.c) */
         c->retried = true;
