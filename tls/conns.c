@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_struct.h>
 
 #include "net_internal.h"
 
@@ -124,11 +125,26 @@ void tide__net_conns_dispose(struct tide_tcp_factory *f)
     t->cap = t->n = 0;
 }
 
+void tide__net_untime(struct bufferevent *bev)
+{
+    if (evutil_timerisset(&bev->timeout_read) ||
+        evutil_timerisset(&bev->timeout_write))
+        bufferevent_set_timeouts(bev, NULL, NULL);
+}
+
+void tide__net_unmark(struct bufferevent *bev, short events)
+{
+    const struct event_watermark *r = &bev->wm_read, *w = &bev->wm_write;
+    if (((events & EV_READ) && (r->low || r->high)) ||
+        ((events & EV_WRITE) && (w->low || w->high)))
+        bufferevent_setwatermark(bev, events, 0, 0);
+}
+
 void tide__net_hand_over(struct bufferevent *bev)
 {
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
-    bufferevent_set_timeouts(bev, NULL, NULL);
-    bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
+    tide__net_untime(bev);
+    tide__net_unmark(bev, EV_READ | EV_WRITE);
     /* Only when not enabled already: libevent adds the write event on
      * every enable, whatever is queued, so a connection lent again would
      * cost two epoll_ctl and a wake-up to find nothing to write. Enabled,

@@ -280,6 +280,13 @@ struct tide__net_conn *tide__net_conn_find(const struct tide_tcp_factory *f,
 void tide__net_conn_remove(struct tide_tcp_factory *f,
                            struct tide__net_conn *c);
 void tide__net_conns_dispose(struct tide_tcp_factory *f);
+/* bev's timeouts cleared, and its watermarks for events: a call into
+ * libevent only when there are any. Each of libevent's calls re-adds the
+ * events it has added to do so, set or not, and a connection's every
+ * lend and release made three of them for nothing (the fields are in
+ * <event2/bufferevent_struct.h>, which watch.c reads too). */
+void tide__net_untime(struct bufferevent *bev);
+void tide__net_unmark(struct bufferevent *bev, short events);
 /* A connection in the state a borrower gets it: no callbacks, reading and
  * writing enabled, no timeouts, no watermarks. */
 void tide__net_hand_over(struct bufferevent *bev);

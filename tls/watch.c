@@ -115,8 +115,8 @@ void tide__net_watch(struct tide_evpool *pool, void *resource, bool idle,
     c->stirred = false;
     c->epoch = f->stale_epoch;
     bufferevent_setcb(bev, on_idle_read, NULL, on_idle_event, c);
-    bufferevent_set_timeouts(bev, NULL, NULL);
-    bufferevent_setwatermark(bev, EV_READ, 0, 0);
+    tide__net_untime(bev);
+    tide__net_unmark(bev, EV_READ);
     bufferevent_enable(bev, EV_READ);
     /* found closed on release: lost, from the loop (never inside the
      * pool's release), whether or not the socket wakes the watch again */

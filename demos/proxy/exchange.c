@@ -24,7 +24,11 @@ bool px__give_back(struct client *c, enum give how)
     if (c->h2_exchange)
         return px__h2_give_back(c, how);
     bufferevent_setcb(c->ub, NULL, NULL, NULL, NULL);
-    bufferevent_set_timeouts(c->ub, NULL, NULL);
+    /* only when set: libevent's call re-adds the events to clear them,
+     * and a raw exchange (the usual one) sets none */
+    if (c->ub_timed)
+        bufferevent_set_timeouts(c->ub, NULL, NULL);
+    c->ub_timed = false;
     if (c->raw) {
         /* back as lent: the bufferevent reading, its event added before
          * ours is removed, so the descriptor's read interest never leaves

@@ -57,11 +57,13 @@ void px__headers_field(struct headers *hs, const char *at, size_t len)
                 abort(); /* a demo: out of memory ends it */
         }
         hs->h[hs->n++] = (struct header){.name = px__text_start(hs, at, len),
-                                         .value = NO_VALUE};
+                                         .value = NO_VALUE,
+                                         .name_len = len};
         hs->in_value = false;
         return;
     }
     px__text_continue(hs, at, len);
+    hs->h[hs->n - 1].name_len += len;
 }
 
 void px__headers_value(struct headers *hs, const char *at, size_t len)
@@ -73,6 +75,7 @@ void px__headers_value(struct headers *hs, const char *at, size_t len)
         h->value = px__text_start(hs, at, len);
     else
         px__text_continue(hs, at, len);
+    h->value_len += len;
     hs->in_value = true;
 }
 
@@ -114,9 +117,9 @@ static int token_sort(const void *x, const void *y)
  * sorted, so n fields cost n log t for t names listed, not n times the
  * lists (each field was looked for in every list: with one naming a
  * field, a response of 4,000 fields cost 43 ms, now 0.2 ms). */
-static bool named_by_connection(const struct headers *hs, const char *name)
+static bool named_by_connection(const struct headers *hs, const char *name,
+                                size_t len)
 {
-    size_t len = strlen(name);
     size_t lo = 0, hi = hs->n_tokens;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -137,6 +140,13 @@ static bool named_by_connection(const struct headers *hs, const char *name)
  * Framing is the proxy's own. */
 bool px__hop_by_hop(const struct headers *connection, const char *name)
 {
+    return px__hop_by_hop_n(connection, name, strlen(name));
+}
+
+/* px__hop_by_hop of a name whose length is known (len). */
+bool px__hop_by_hop_n(const struct headers *connection, const char *name,
+                      size_t len)
+{
     static const struct {
         const char *name;
         size_t len;
@@ -147,17 +157,18 @@ bool px__hop_by_hop(const struct headers *connection, const char *name)
     };
     /* lengths first: most names differ from all of these in length, and
      * the comparisons were a fiftieth of the proxy's time */
-    size_t len = strlen(name);
+    char first = (char)(name[0] | 0x20); /* a letter's lower case */
     for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
-        if (hop[i].len == len && strcasecmp(name, hop[i].name) == 0)
+        if (hop[i].len == len && hop[i].name[0] == first &&
+            strcasecmp(name, hop[i].name) == 0)
             return true;
     /* Proxy-Connection, Proxy-Authorization... are for this hop; and a
      * bare "Proxy" header would become HTTP_PROXY to a CGI upstream
      * (httpoxy), which it would take for its own outgoing proxy */
-    if (len >= 5 && strncasecmp(name, "proxy", 5) == 0 &&
+    if (len >= 5 && first == 'p' && strncasecmp(name, "proxy", 5) == 0 &&
         (len == 5 || name[5] == '-'))
         return true;
-    return connection && named_by_connection(connection, name);
+    return connection && named_by_connection(connection, name, len);
 }
 
 /* Adds a token to hs's list. */
@@ -181,7 +192,8 @@ const struct headers *px__connection_names(struct headers *hs)
     hs->n_tokens = 0;
     bool beyond = false;
     for (size_t i = 0; i < hs->n; i++) {
-        if (strcasecmp(px__header_name(hs, i), "connection") != 0)
+        if (hs->h[i].name_len != 10 ||
+            strcasecmp(px__header_name(hs, i), "connection") != 0)
             continue;
         for (const char *p = px__header_value(hs, i); *p;) {
             while (*p == ' ' || *p == '\t' || *p == ',')
@@ -225,6 +237,7 @@ bool px__headers_trim_names(struct headers *hs)
         while (len > 0 && name[len - 1] == ' ')
             len--;
         name[len] = '\0';
+        hs->h[i].name_len = len;
         if (len == 0 || memchr(name, ' ', len))
             return false;
     }
@@ -238,6 +251,27 @@ void px__add_header(struct px_buf *b, const char *name, const char *value)
     px_buf_add(b, ": ", 2);
     px_buf_adds(b, value);
     px_buf_add(b, "\r\n", 2);
+}
+
+/* Appends field i of hs as "name: value\r\n", by the lengths kept (a
+ * field holds no NUL: the checks before the parser refuse one). */
+void px__add_field(struct px_buf *b, const struct headers *hs, size_t i)
+{
+    const struct header *h = &hs->h[i];
+    size_t n = h->name_len + 2 + h->value_len + 2;
+    if (b->cap - b->len < n)
+        px_buf_reserve(b, n);
+    char *w = b->p + b->len;
+    memcpy(w, hs->text.p + h->name, h->name_len);
+    w += h->name_len;
+    *w++ = ':';
+    *w++ = ' ';
+    if (h->value_len)
+        memcpy(w, hs->text.p + h->value, h->value_len);
+    w += h->value_len;
+    *w++ = '\r';
+    *w++ = '\n';
+    b->len += n;
 }
 
 /* Appends v in decimal (printf is a tenth of the proxy's own time). */

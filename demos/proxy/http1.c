@@ -50,6 +50,7 @@ void px__upstream_resume(struct client *c, const struct timeval *tv)
         return;
     }
     bufferevent_set_timeouts(c->ub, tv, NULL);
+    c->ub_timed = true;
     bufferevent_enable(c->ub, EV_READ);
 }
 
@@ -94,24 +95,25 @@ static void build_request(struct client *c)
          * the upstream's name sent instead, another target than the
          * client's. The client's X-Forwarded-For chain goes on before
          * its address, as when no Connection names it. */
-        if (!host && strcasecmp(name, "host") == 0) {
+        size_t len = hs->h[i].name_len; /* checked first: mostly unequal */
+        if (!host && len == 4 && strcasecmp(name, "host") == 0) {
             host = true;
             if (absolute)
                 add_authority(r, &t);
             else
-                px__add_header(r, name, px__header_value(hs, i));
+                px__add_field(r, hs, i);
             continue;
         }
-        if (strcasecmp(name, "x-forwarded-for") == 0) {
+        if (len == 15 && strcasecmp(name, "x-forwarded-for") == 0) {
             if (xff_n++ == 0)
                 xff_at = i;
             continue;
         }
-        if (px__hop_by_hop(connection, name))
+        if (px__hop_by_hop_n(connection, name, len))
             continue;
-        if (strcasecmp(name, "expect") == 0)
+        if (len == 6 && strcasecmp(name, "expect") == 0)
             continue; /* answered by the proxy */
-        px__add_header(r, name, px__header_value(hs, i));
+        px__add_field(r, hs, i);
     }
     if (!host && absolute) {
         add_authority(r, &t);
@@ -203,12 +205,10 @@ static int rs_value(http_parser *p, const char *at, size_t len)
     /* libhttp-parser checks a value's bytes but its first (RFC 9110 5.5
      * allows no control character but HTAB in any): relayed, it is one
      * more parser's to read another way */
-    for (size_t i = 0; i < len; i++) {
-        if (at[i] != '\t' && px__is_control(at[i])) {
-            c->resp_refused = "a response header field's value with a "
-                              "control character";
-            return -1;
-        }
+    if (px__has_control(at, len)) {
+        c->resp_refused = "a response header field's value with a "
+                          "control character";
+        return -1;
     }
     px__headers_value(&c->resp_headers, at, len);
     return 0;
@@ -257,11 +257,10 @@ static int rs_headers_done(http_parser *p)
     px_buf_adds(out, px__text_at(hs, c->reason));
     px_buf_add(out, "\r\n", 2);
     const struct headers *connection = px__connection_names(&c->resp_headers);
-    for (size_t i = 0; i < hs->n; i++) {
-        const char *name = px__header_name(hs, i);
-        if (!px__hop_by_hop(connection, name))
-            px__add_header(out, name, px__header_value(hs, i));
-    }
+    for (size_t i = 0; i < hs->n; i++)
+        if (!px__hop_by_hop_n(connection, px__header_name(hs, i),
+                              hs->h[i].name_len))
+            px__add_field(out, hs, i);
     /* a body read until close, or from an HTTP/1.0 upstream without
      * keep-alive, ends the upstream connection */
     c->upstream_reusable = http_should_keep_alive(p);
@@ -577,11 +576,13 @@ void px__upstream_await(struct client *c)
     c->awaiting = true;
     if (px__upstream_paused(c))
         return; /* upstream_resume sets it */
-    if (c->raw)
+    if (c->raw) {
         event_add(&c->urd, &c->px->response_tv);
-    else
+    } else {
         bufferevent_set_timeouts(c->ub, &c->px->response_tv,
                                  &c->px->response_tv);
+        c->ub_timed = true;
+    }
 }
 
 /* The upstream took what was queued for it: more of the body may go. */
@@ -626,13 +627,16 @@ void px__send_upstream(struct client *c)
         event_add(&c->urd, silence);
         bufferevent_disable(c->ub, EV_READ);
         bufferevent_setcb(c->ub, NULL, written, on_upstream_event, c);
-        if (!whole)
+        if (!whole) {
             bufferevent_set_timeouts(c->ub, NULL, &c->px->response_tv);
+            c->ub_timed = true;
+        }
     } else {
         bufferevent_setcb(c->ub, on_upstream_read, written, on_upstream_event,
                           c);
         bufferevent_set_timeouts(c->ub, silence,
                                  whole ? NULL : &c->px->response_tv);
+        c->ub_timed = true;
     }
     px__go_ahead(c);
     /* one write for the head (and on a retry what went of the body) */

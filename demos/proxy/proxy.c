@@ -117,6 +117,17 @@ int px_new(struct event_base *base, struct tide_group *group,
     px->retry_503 = opt.retry_503;
     px->client_tv =
         timeval_of(opt.client_timeout ? opt.client_timeout : TIDE_SEC(60));
+    /* Every client's timer waits client_tv and every exchange's silence
+     * response_tv: as libevent's common timeouts, each a queue in the order
+     * they were added, an add or a delete (two of each a request) is a
+     * list's, not the timer heap's with every client in it. The copies
+     * carry the queue's mark; event_add and bufferevent_set_timeouts read
+     * it. */
+    const struct timeval *common;
+    if ((common = event_base_init_common_timeout(base, &px->response_tv)))
+        px->response_tv = *common;
+    if ((common = event_base_init_common_timeout(base, &px->client_tv)))
+        px->client_tv = *common;
     struct sockaddr_in sin = {.sin_family = AF_INET,
                               .sin_port = htons((uint16_t)opt.listen_port)};
     if (inet_pton(AF_INET, opt.listen_host ? opt.listen_host : "127.0.0.1",
