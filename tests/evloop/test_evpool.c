@@ -305,12 +305,19 @@ static void free_on_leak(struct tide_evpool *pool, void *resource, int64_t held,
 
 START_TEST(free_from_inside_a_leak_report)
 {
-    struct tide_evpool_options o = {.leak_after = TIDE_MS(10),
+    /* both asked for before the loop runs: acquired() one after the
+     * other ran the loop for the second while the first's leak report
+     * could come due (a loaded machine took over 10 ms), and the pool
+     * was freed with the second acquire unanswered */
+    struct tide_evpool_options o = {.leak_after = TIDE_MS(100),
                                     .on_leak = free_on_leak};
     fixture_pool(&o);
-    struct answer *a = acquired();
-    struct answer *b = acquired();
-    run_ms(50);
+    struct answer *a = acquire(0, NULL);
+    struct answer *b = acquire(0, NULL);
+    ck_assert(run_until_answered(a, 2000) && run_until_answered(b, 2000));
+    ck_assert_ptr_nonnull(a->resource);
+    ck_assert_ptr_nonnull(b->resource);
+    run_ms(400);
     ck_assert_ptr_null(fx->pool);
     ck_assert_int_eq(((struct fake *)a->resource)->destroyed, 1);
     ck_assert_int_eq(((struct fake *)b->resource)->destroyed, 1);
