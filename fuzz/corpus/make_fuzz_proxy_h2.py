@@ -36,7 +36,7 @@ def status(code):
     the indexed name :status."""
     if code == 200:
         return b"\x88"
-    value = str(code).encode()
+    value = code.encode() if isinstance(code, str) else str(code).encode()
     return b"\x08" + bytes([len(value)]) + value
 
 
@@ -128,6 +128,8 @@ SEEDS = {
         response(1, extra=lit(b"connection", b"close") +
                  lit(b"keep-alive", b"1")),
         response(3, extra=lit(b"proxy-x", b"1") + lit(b"x-ok", b"1"))]),
+    # three digits nghttp2 lets through that are no HTTP/1.1 status
+    "status_099": seed([GET], [HELLO, response(1, body=None, code="099")]),
     "garbage": seed([GET], [HELLO, b"HTTP/1.1 200 OK\r\n\r\n"]),
 }
 
