@@ -21,6 +21,9 @@
  *   next bytes    one a client: its request (client_request)
  *   the rest      the origin's cuts and stream
  *
+ * FUZZ_PROXY_H2_SHOW set in the environment: what each client got is
+ * shown on stderr (to read a crash's input).
+ *
  * What a user relies on, asserted for every input:
  * - each client's bytes parse (libhttp-parser) as HTTP/1.1 responses (the
  *   last one may be cut by the close), each status of three digits and
@@ -141,6 +144,7 @@ static void count_destroy(void *resource, void *arg)
 
 /* ---- the clients ---- */
 
+/* A client of the proxy's (struct client is the proxy's own name). */
 struct user {
     int fd;
     char req[256]; /* what it sends */
