@@ -155,30 +155,37 @@ struct user {
 };
 
 /* A client's requests from its byte b: bits 0-1 the method (GET, HEAD,
- * POST, POST), bits 2-5 a POST's body length, bit 6 a GET after it on
- * the same connection, bit 7 Connection: close on the last one. */
+ * POST by length, POST chunked with a trailer after), bits 2-5 a POST's
+ * body length, bit 6 a GET after it on the same connection, bit 7
+ * Connection: close on the last one. */
 static void client_request(struct user *c, uint8_t b)
 {
     static const char *const methods[] = {"GET", "HEAD", "POST", "POST"};
-    const char *m = methods[b & 3];
-    bool post = (b & 3) >= 2, second = b & 0x40, close_last = b & 0x80;
+    bool post = (b & 3) >= 2, chunked = (b & 3) == 3, second = b & 0x40,
+         close_last = b & 0x80;
     size_t body = post ? (size_t)(b >> 2 & 15) : 0;
-    int n = snprintf(c->req, sizeof c->req,
-                     "%s /r%u HTTP/1.1\r\nHost: origin\r\n", m, (unsigned)b);
-    if (post)
-        n += snprintf(c->req + n, sizeof c->req - (size_t)n,
-                      "Content-Length: %zu\r\n", body);
+    char *p = c->req, *end = c->req + sizeof c->req;
+    p += snprintf(p, (size_t)(end - p), "%s /r%u HTTP/1.1\r\nHost: origin\r\n",
+                  methods[b & 3], (unsigned)b);
+    if (chunked)
+        p += snprintf(p, (size_t)(end - p), "Transfer-Encoding: chunked\r\n");
+    else if (post)
+        p += snprintf(p, (size_t)(end - p), "Content-Length: %zu\r\n", body);
     if (close_last && !second)
-        n += snprintf(c->req + n, sizeof c->req - (size_t)n,
-                      "Connection: close\r\n");
-    n += snprintf(c->req + n, sizeof c->req - (size_t)n, "\r\n");
-    memset(c->req + n, 'b', body);
-    n += (int)body;
+        p += snprintf(p, (size_t)(end - p), "Connection: close\r\n");
+    p += snprintf(p, (size_t)(end - p), "\r\n");
+    if (chunked && body)
+        p += snprintf(p, (size_t)(end - p), "%zx\r\n", body);
+    memset(p, 'b', body);
+    p += body;
+    if (chunked)
+        p += snprintf(p, (size_t)(end - p), "%s0\r\nx-sum: %zu\r\n\r\n",
+                      body ? "\r\n" : "", body);
     if (second)
-        n += snprintf(c->req + n, sizeof c->req - (size_t)n,
+        p += snprintf(p, (size_t)(end - p),
                       "GET /second HTTP/1.1\r\nHost: origin\r\n%s\r\n",
                       close_last ? "Connection: close\r\n" : "");
-    c->req_len = (size_t)n;
+    c->req_len = (size_t)(p - c->req);
 }
 
 /* ---- what a client got ---- */

@@ -16,7 +16,8 @@ NO_ERROR, INTERNAL_ERROR, REFUSED_STREAM = 0, 2, 7
 MAX_CONCURRENT_STREAMS = 3
 
 # the request bytes of the target's clients (client_request)
-GET, HEAD, POST5, GET_THEN_GET = 0x00, 0x01, 0x02 | 5 << 2, 0x40
+GET, HEAD, POST5, CHUNKED5, GET_THEN_GET = \
+    0x00, 0x01, 0x02 | 5 << 2, 0x03 | 5 << 2, 0x40
 
 
 def frame(ftype, flags, stream, payload=b""):
@@ -93,6 +94,7 @@ SEEDS = {
         [POST5], [HELLO, frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1000)),
                   frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 1000)),
                   response(1)]),
+    "post_chunked_with_trailer": seed([CHUNKED5], [HELLO, response(1)]),
     "goaway_before_any": seed([GET], [HELLO, goaway(0), HELLO, response(1)]),
     "goaway_after_one": seed([GET, GET], [HELLO, response(1), goaway(1),
                                           HELLO, response(1)]),
