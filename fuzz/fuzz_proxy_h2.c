@@ -6,10 +6,10 @@
  * the proxy's own pool options), here on a Unix socket this target
  * listens on, acting as origin. One to four clients on loopback each send
  * one or two well-formed HTTP/1.1 requests (GET, HEAD, or POST with a
- * small body); the origin reads and throws away what the proxy sends (its
- * preface, SETTINGS, HEADERS, DATA...) and answers with the fuzzer's
- * bytes, cut into writes where the fuzzer says (fuzz_cuts.h), each write
- * to the newest connection it has. Then the origin closes its
+ * small body, or chunked with a trailer); the origin reads and throws away what
+ * the proxy sends (its preface, SETTINGS, HEADERS, DATA...) and answers with
+ * the fuzzer's bytes, cut into writes where the fuzzer says (fuzz_cuts.h), each
+ * write to the newest connection it has. Then the origin closes its
  * connections, the clients reset theirs, and the proxy, group, factory
  * and upstream are freed, all within the one input.
  *
@@ -17,7 +17,9 @@
  *   byte 0        bits 0-1: the clients, one to four; bit 2: the origin
  *                 sends an empty SETTINGS of its own on each connection
  *                 first (the session then starts whatever the fuzzer's
- *                 bytes are)
+ *                 bytes are); bit 3: the first client leaves (a
+ *                 reset) after the first write of the origin's, its
+ *                 stream's frames still to come
  *   next bytes    one a client: its request (client_request)
  *   the rest      the origin's cuts and stream
  *
@@ -332,8 +334,13 @@ static void run(uint8_t flags, const uint8_t *reqs,
         origin_accept(&o);
         origin_read(&o);
         for (size_t i = 0; i < nclients; i++)
-            fz_read_all(cs[i].fd, &cs[i].got, &cs[i].got_len, &cs[i].got_cap,
-                        &cs[i].eof);
+            if (cs[i].fd >= 0)
+                fz_read_all(cs[i].fd, &cs[i].got, &cs[i].got_len,
+                            &cs[i].got_cap, &cs[i].eof);
+        if (piece == 0 && (flags & 8)) {
+            fz_client_reset(cs[0].fd); /* what it got ends here */
+            cs[0].fd = -1;
+        }
     }
     /* the origin closes its connections: what was streaming ends */
     for (size_t i = 0; i < o.n; i++)
@@ -342,6 +349,8 @@ static void run(uint8_t flags, const uint8_t *reqs,
     origin_accept(&o);
     origin_read(&o);
     for (size_t i = 0; i < nclients; i++) {
+        if (cs[i].fd < 0)
+            continue;
         fz_read_all(cs[i].fd, &cs[i].got, &cs[i].got_len, &cs[i].got_cap,
                     &cs[i].eof);
         fz_client_reset(cs[i].fd); /* what it got ends here, as at a close */

@@ -66,11 +66,12 @@ def rst(stream, code):
     return frame(RST_STREAM, 0, stream, struct.pack(">I", code))
 
 
-def seed(clients, steps, settings_first=False):
+def seed(clients, steps, settings_first=False, first_leaves=False):
     """One input: the clients' request bytes, then each step of the
     origin's stream a write of its own."""
     assert 1 <= len(clients) <= 4 and len(steps) <= 15
-    flags = (len(clients) - 1) | (4 if settings_first else 0)
+    flags = (len(clients) - 1) | (4 if settings_first else 0) | \
+        (8 if first_leaves else 0)
     stream = b"".join(steps)
     cuts, at = [], 0
     for s in steps[:-1]:
@@ -95,6 +96,11 @@ SEEDS = {
                   frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 1000)),
                   response(1)]),
     "post_chunked_with_trailer": seed([CHUNKED5], [HELLO, response(1)]),
+    # the first client leaves before its response; the second's comes
+    "a_client_leaves": seed([GET, GET], [
+        HELLO, frame(HEADERS, END_HEADERS, 1, status(200)),
+        frame(DATA, 0, 1, b"late") + response(3),
+        frame(DATA, END_STREAM, 1, b"later")], first_leaves=True),
     "goaway_before_any": seed([GET], [HELLO, goaway(0), HELLO, response(1)]),
     "goaway_after_one": seed([GET, GET], [HELLO, response(1), goaway(1),
                                           HELLO, response(1)]),
