@@ -1,6 +1,6 @@
 /* Where the libFuzzer targets over protocol readers (fuzz_smtp_reply,
- * fuzz_redis_reply, fuzz_proxy_framing) cut a byte stream into reads:
- * chosen by the fuzzer's own bytes, and mostly near the ends of lines,
+ * fuzz_redis_reply, fuzz_proxy_framing, fuzz_proxy_h2) cut a byte stream into
+ * reads: chosen by the fuzzer's own bytes, and mostly near the ends of lines,
  * where a reader that keeps half a line, or half of a CRLF, between reads
  * goes wrong. */
 #ifndef TIDEPOOL_FUZZ_CUTS_H

@@ -781,6 +781,11 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
         unsigned v = 0;
         for (size_t i = 0; i < valuelen && i < 3; i++)
             v = v * 10 + (unsigned)(value[i] - '0');
+        /* nghttp2 takes any three digits: 000-099 is no status HTTP/1.1
+         * can carry (RFC 9110 15), and the client would read "99" as
+         * none. The stream is reset (the client gets a 502). */
+        if (v < 100)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         c->h2_status = v;
         return 0;
     }

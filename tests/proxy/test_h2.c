@@ -6,6 +6,7 @@
  * left open. Without nginx or nghttpd the binary exits 77. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -654,6 +655,80 @@ START_TEST(an_origin_killed_and_restarted_serves_again)
 }
 END_TEST
 
+/* ---- an origin that answers in bytes of the test's own ---- */
+
+/* One connection of the proxy's, served in a thread: the server's
+ * SETTINGS and the ACK of the proxy's at once, then `answer` once the
+ * first HEADERS frame came, then whatever comes is read until the close. */
+struct raw_h2 {
+    int lfd;
+    int port;
+    const uint8_t *answer;
+    size_t len;
+    pthread_t thread;
+};
+
+static void *raw_h2_serve(void *arg)
+{
+    struct raw_h2 *o = arg;
+    int fd = accept(o->lfd, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    static const uint8_t hello[] = {0, 0, 0, 4, 0, 0, 0, 0, 0,
+                                    0, 0, 0, 4, 1, 0, 0, 0, 0};
+    send_all(fd, hello, sizeof hello);
+    uint8_t buf[16384];
+    size_t have = 0, at = 24; /* the frames after the client preface */
+    bool answered = false;
+    ssize_t n;
+    while ((n = read(fd, buf + have, sizeof buf - have)) > 0) {
+        have += (size_t)n;
+        while (!answered && have >= at + 9) {
+            if (buf[at + 3] == 1) { /* HEADERS */
+                send_all(fd, o->answer, o->len);
+                answered = true;
+            }
+            at += 9 + ((size_t)buf[at] << 16 | (size_t)buf[at + 1] << 8 |
+                       buf[at + 2]);
+        }
+        if (answered || have == sizeof buf)
+            have = 0; /* from here on only read */
+    }
+    close(fd);
+    return NULL;
+}
+
+static void raw_h2_start(struct raw_h2 *o)
+{
+    o->lfd = silent_listener(&o->port);
+    ck_assert_int_eq(pthread_create(&o->thread, NULL, raw_h2_serve, o), 0);
+}
+
+/* After proxy_stop (which closes the proxy's end). */
+static void raw_h2_stop(struct raw_h2 *o)
+{
+    pthread_join(o->thread, NULL);
+    close(o->lfd);
+}
+
+START_TEST(an_origin_status_below_100_is_a_502)
+{
+    /* HEADERS of stream 1, END_STREAM and END_HEADERS: ":status: 099"
+     * (HPACK, the name indexed), which nghttp2 lets through as three
+     * digits; relayed it was "HTTP/1.1 99", no status at all */
+    static const uint8_t answer[] = {0, 0, 5,    1, 5,   0,   0,
+                                     0, 1, 0x08, 3, '0', '9', '9'};
+    struct raw_h2 o = {.answer = answer, .len = sizeof answer};
+    raw_h2_start(&o);
+    proxy_start_scheme("h2c", o.port, 4, NULL);
+    struct one_job j = {.port = proxy_port(), .method = "GET"};
+    run_client(one_request, &j, 10000);
+    ck_assert_msg(j.status == 502, "status %d: %s", j.status, j.body);
+    proxy_stop();
+    raw_h2_stop(&o);
+}
+END_TEST
+
 /* ---- an origin killed under load ---- */
 
 #define OWN_BYTES 16384
@@ -881,6 +956,7 @@ static Suite *h2_suite(void)
     tcase_add_test(tc, goaway_mid_load_fails_no_idempotent_request);
     tcase_add_test(tc, a_rst_stream_fails_that_request_alone);
     tcase_add_test(tc, an_origin_killed_and_restarted_serves_again);
+    tcase_add_test(tc, an_origin_status_below_100_is_a_502);
     tcase_add_test(tc,
                    the_proxys_timeout_resets_that_stream_alone_and_answers_504);
     tcase_add_test(tc, an_upstream_that_does_not_choose_h2_is_named_in_the_502);
