@@ -100,6 +100,9 @@ struct h2conn {
     struct px_buf wbuf;   /* conn_pump's frames */
     struct event pump_ev; /* on_pump */
     bool pump_armed;
+    /* a stream's body was taken (read_body) since pull_more last found no
+     * client to pull: only then are the streams looked through */
+    bool pull_due;
     struct h2stream *streams;  /* streams nghttp2 has not closed yet */
     struct h2conn *next_setup; /* in up->setting_up */
     struct h2conn *prev_setup;
@@ -162,11 +165,14 @@ static void on_pull(evutil_socket_t fd, short what, void *arg)
 
 static void pull_more(struct h2conn *h)
 {
+    if (!h->pull_due)
+        return; /* the common case: no body went, no walk of the streams */
     for (struct h2stream *t = h->streams; t; t = t->next)
         if (t->c && t->c->h2_pull) {
             event_active(&h->pull, EV_TIMEOUT, 0);
             return;
         }
+    h->pull_due = false;
 }
 
 /* Leaves the session; false when the connection went meanwhile. */
@@ -486,7 +492,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
 {
     (void)s;
     (void)id;
-    (void)user;
+    struct h2conn *h = user;
     struct h2stream *t = source->ptr;
     struct client *c = t->c;
     if (!c)
@@ -497,6 +503,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
         memcpy(buf, px_buf_data(&c->h2_body), n);
         px_buf_consume(&c->h2_body, n);
         c->h2_pull = true; /* more of the body may be read */
+        h->pull_due = true;
     }
     /* whole: parsed to its end, and nothing of it still on its way here
      * (rq_body's piece goes on by body_flush after the parser returns) */
