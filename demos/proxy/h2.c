@@ -87,6 +87,32 @@ struct px_h2_upstream {
      * bufferevent's callbacks are cleared meanwhile, so the factory's
      * hooks find it here */
     struct h2conn *making;
+    /* the streams' silence timeout as a libevent common timeout (every
+     * stream's timer has the same length, so an add is an append to one
+     * queue, not a heap insert among all the timers): for stream_tv_for
+     * on stream_tv_base */
+    const struct timeval *stream_tv;
+    struct timeval stream_tv_for;
+    struct event_base *stream_tv_base;
+};
+
+/* Header fields for a HEADERS frame, laid out in one text (names and
+ * values by offset, as the text moves when it grows), then turned into
+ * nghttp2's list, which it copies. The connection keeps the storage from
+ * one request to the next: once grown, a request's head allocates nothing
+ * here. */
+struct field_at {
+    size_t name;
+    size_t namelen;
+    size_t value; /* the value runs to the next field's name */
+};
+
+struct fields {
+    struct px_buf text;
+    struct field_at *at;
+    nghttp2_nv *nv;
+    size_t n;
+    size_t cap;
 };
 
 struct h2conn {
@@ -103,6 +129,7 @@ struct h2conn {
     /* a stream's body was taken (read_body) since pull_more last found no
      * client to pull: only then are the streams looked through */
     bool pull_due;
+    struct fields fields;      /* a HEADERS frame's, as it is made */
     struct h2stream *streams;  /* streams nghttp2 has not closed yet */
     struct h2conn *next_setup; /* in up->setting_up */
     struct h2conn *prev_setup;
@@ -386,65 +413,92 @@ static void on_stream_timeout(evutil_socket_t fd, short what, void *arg)
  * stream waits for its client (owed bytes) or for its request's body. */
 static void stream_timer(struct client *c)
 {
-    if (c->h2_owed > 0)
+    if (!c->h2)
+        return; /* the stream is gone: no silence to time */
+    if (c->h2_owed > 0) {
         event_del(&c->h2_timer);
-    else
-        event_add(&c->h2_timer, &c->px->response_tv);
+        return;
+    }
+    struct px_h2_upstream *up = c->h2->up;
+    const struct timeval *tv = &c->px->response_tv;
+    if (!up->stream_tv || up->stream_tv_base != c->px->base ||
+        up->stream_tv_for.tv_sec != tv->tv_sec ||
+        up->stream_tv_for.tv_usec != tv->tv_usec) {
+        up->stream_tv_for = *tv;
+        up->stream_tv_base = c->px->base;
+        up->stream_tv = event_base_init_common_timeout(c->px->base, tv);
+        if (!up->stream_tv)
+            up->stream_tv = &up->stream_tv_for; /* out of memory: a plain one */
+    }
+    event_add(&c->h2_timer, up->stream_tv);
 }
 
 /* ---- the request ---- */
 
-/* Appends s to b lowercased. */
-static void add_lower(struct px_buf *b, const char *s)
+static void fields_clear(struct fields *f)
 {
-    size_t n = strlen(s);
-    px_buf_reserve(b, n);
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        b->p[b->len + i] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
-    }
-    b->len += n;
+    px_buf_clear(&f->text);
+    f->n = 0;
 }
 
-/* Header fields laid out in one text as name NUL value NUL pairs, then
- * turned into nghttp2's list (which it copies). */
-struct fields {
-    struct px_buf text;
-    size_t n;
-};
+static void fields_dispose(struct fields *f)
+{
+    px_buf_dispose(&f->text);
+    free(f->at);
+    free(f->nv);
+    *f = (struct fields){0};
+}
+
+/* Starts a field named name (n bytes, lowercased when lower): its value
+ * is what is added to f->text until the next field starts. */
+static void field_name(struct fields *f, const char *name, size_t n, bool lower)
+{
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 16;
+        struct field_at *at = realloc(f->at, cap * sizeof *at);
+        nghttp2_nv *nv = at ? realloc(f->nv, cap * sizeof *nv) : NULL;
+        if (!nv)
+            abort(); /* a demo: out of memory ends it */
+        f->at = at;
+        f->nv = nv;
+        f->cap = cap;
+    }
+    struct px_buf *b = &f->text;
+    size_t off = b->len;
+    if (lower) {
+        px_buf_reserve(b, n);
+        for (size_t i = 0; i < n; i++) {
+            char ch = name[i];
+            b->p[b->len + i] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
+        }
+        b->len += n;
+    } else {
+        px_buf_add(b, name, n);
+    }
+    f->at[f->n++] =
+        (struct field_at){.name = off, .namelen = n, .value = b->len};
+}
 
 static void field_add(struct fields *f, const char *name, const char *value,
                       bool lower)
 {
-    if (lower)
-        add_lower(&f->text, name);
-    else
-        px_buf_adds(&f->text, name);
-    px_buf_add(&f->text, "", 1);
+    field_name(f, name, strlen(name), lower);
     px_buf_adds(&f->text, value);
-    px_buf_add(&f->text, "", 1);
-    f->n++;
 }
 
-/* nghttp2's view of f (f's text must not change while it is used). */
-static nghttp2_nv *fields_nv(const struct fields *f)
+/* nghttp2's view of f (valid until f changes). */
+static nghttp2_nv *fields_nv(struct fields *f)
 {
-    nghttp2_nv *nv = calloc(f->n ? f->n : 1, sizeof *nv);
-    if (!nv)
-        abort(); /* a demo: out of memory ends it */
     const char *p = f->text.p;
     for (size_t i = 0; i < f->n; i++) {
-        size_t nl = strlen(p);
-        const char *v = p + nl + 1;
-        size_t vl = strlen(v);
-        nv[i] = (nghttp2_nv){.name = (uint8_t *)p,
-                             .value = (uint8_t *)v,
-                             .namelen = nl,
-                             .valuelen = vl,
-                             .flags = NGHTTP2_NV_FLAG_NONE};
-        p = v + vl + 1;
+        size_t end = i + 1 < f->n ? f->at[i + 1].name : f->text.len;
+        f->nv[i] = (nghttp2_nv){.name = (uint8_t *)p + f->at[i].name,
+                                .value = (uint8_t *)p + f->at[i].value,
+                                .namelen = f->at[i].namelen,
+                                .valuelen = end - f->at[i].value,
+                                .flags = NGHTTP2_NV_FLAG_NONE};
     }
-    return nv;
+    return f->nv;
 }
 
 /* Whether a client field goes upstream: not those the proxy sets (Host,
@@ -465,22 +519,18 @@ static bool field_goes(const struct client *c, const char *name,
 static bool submit_trailers(struct client *c)
 {
     const struct headers *ts = &c->req_trailers;
-    struct fields f = {0};
+    struct fields *f = &c->h2->fields;
+    fields_clear(f);
     for (size_t i = 0; i < ts->n; i++) {
         const char *name = px__header_name(ts, i);
         const char *value = px__header_value(ts, i);
         if (field_goes(c, name, value) && strcasecmp(name, "te") != 0)
-            field_add(&f, name, value, true);
+            field_add(f, name, value, true);
     }
-    if (f.n == 0) {
-        px_buf_dispose(&f.text);
+    if (f->n == 0)
         return false;
-    }
-    nghttp2_nv *nv = fields_nv(&f);
-    int rc = nghttp2_submit_trailer(c->h2->s, c->h2_stream, nv, f.n);
-    free(nv);
-    px_buf_dispose(&f.text);
-    return rc == 0;
+    return nghttp2_submit_trailer(c->h2->s, c->h2_stream, fields_nv(f), f->n) ==
+           0;
 }
 
 /* nghttp2 asks for the next piece of a stream's request body: what came
@@ -529,52 +579,56 @@ static int submit_request(struct client *c, struct h2conn *h,
     const char *url = px__client_url(c);
     struct px_target t;
     bool absolute = url && px__target_split(url, &t) == PX_TARGET_ABSOLUTE;
-    struct fields f = {0};
-    field_add(&f, ":method", http_method_str((enum http_method)c->method),
+    struct fields *f = &h->fields;
+    fields_clear(f);
+    field_add(f, ":method", http_method_str((enum http_method)c->method),
               false);
-    field_add(&f, ":scheme", h->up->tls ? "https" : "http", false);
-    char authority[512];
+    field_add(f, ":scheme", h->up->tls ? "https" : "http", false);
+    /* at most 511 bytes of it, and of :path URI_MAX + 1, as ever */
     const char *host = px__headers_get(hs, "host");
-    if (absolute)
-        snprintf(authority, sizeof authority, "%.*s", (int)t.authority_len,
-                 t.authority);
-    else
-        snprintf(authority, sizeof authority, "%s",
-                 host ? host : h->up->authority);
-    field_add(&f, ":authority", authority, false);
-    char path[URI_MAX + 2];
-    snprintf(path, sizeof path, "%s%s", absolute && t.path[0] != '/' ? "/" : "",
-             absolute ? t.path
-             : url    ? url
-                      : "/");
-    field_add(&f, ":path", path, false);
-    struct px_buf xff = {0};
+    const char *authority = absolute ? t.authority
+                            : host   ? host
+                                     : h->up->authority;
+    size_t authority_len = absolute ? t.authority_len : strlen(authority);
+    field_name(f, ":authority", 10, false);
+    px_buf_add(&f->text, authority, authority_len < 511 ? authority_len : 511);
+    const char *path = absolute ? t.path : url ? url : "/";
+    size_t path_len = strlen(path);
+    field_name(f, ":path", 5, false);
+    if (absolute && t.path[0] != '/') {
+        px_buf_add(&f->text, "/", 1);
+        if (path_len > URI_MAX)
+            path_len = URI_MAX;
+    } else if (path_len > URI_MAX + 1) {
+        path_len = URI_MAX + 1;
+    }
+    px_buf_add(&f->text, path, path_len);
+    bool xff = false;
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = px__header_name(hs, i);
         const char *value = px__header_value(hs, i);
-        if (strcasecmp(name, "x-forwarded-for") == 0) {
-            px_buf_adds(&xff, value);
-            px_buf_add(&xff, ", ", 2);
-        } else if (field_goes(c, name, value)) {
-            field_add(&f, name, value, true);
+        if (strcasecmp(name, "x-forwarded-for") == 0)
+            xff = true;
+        else if (field_goes(c, name, value))
+            field_add(f, name, value, true);
+    }
+    /* the ones that came, in order, then the client's address */
+    field_name(f, "x-forwarded-for", 15, false);
+    for (size_t i = 0; xff && i < hs->n; i++)
+        if (strcasecmp(px__header_name(hs, i), "x-forwarded-for") == 0) {
+            px_buf_adds(&f->text, px__header_value(hs, i));
+            px_buf_add(&f->text, ", ", 2);
         }
-    }
-    px_buf_adds(&xff, c->peer);
-    px_buf_add(&xff, "", 1);
-    field_add(&f, "x-forwarded-for", px_buf_data(&xff), false);
-    px_buf_dispose(&xff);
-    char len[24];
+    px_buf_adds(&f->text, c->peer);
     if (!c->req_chunked && c->req_length != ULLONG_MAX) {
-        snprintf(len, sizeof len, "%llu", (unsigned long long)c->req_length);
-        field_add(&f, "content-length", len, false);
+        field_name(f, "content-length", 14, false);
+        px__add_uint(&f->text, c->req_length);
     }
-    nghttp2_nv *nv = fields_nv(&f);
     nghttp2_data_provider body = {.source = {.ptr = stream},
                                   .read_callback = read_body};
-    int32_t id = nghttp2_submit_request(
-        h->s, NULL, nv, f.n, px__request_has_body(c) ? &body : NULL, stream);
-    free(nv);
-    px_buf_dispose(&f.text);
+    int32_t id =
+        nghttp2_submit_request(h->s, NULL, fields_nv(f), f->n,
+                               px__request_has_body(c) ? &body : NULL, stream);
     return id;
 }
 
@@ -818,13 +872,17 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id,
     } else {
         px_buf_add(out, (const char *)data, len);
     }
-    /* held against the stream's window until the client took them */
+    /* held against the stream's window until the client took them: the
+     * usual case at once, as the flush finds the client caught up
+     * (px__h2_caught_up: consumed, the timer set again) */
     c->h2_owed += len;
     px__client_flush(c);
-    if (px__client_queued(c) == 0 && c->h2_owed > 0) {
+    if (!c->h2 || c->h2_owed == 0)
+        return 0; /* the client went, or caught up */
+    if (px__client_queued(c) == 0) {
         nghttp2_session_consume(s, id, c->h2_owed);
         c->h2_owed = 0;
-    } else if (c->h2_owed > 0) {
+    } else {
         c->px->stats.paused++;
     }
     (void)h;
@@ -984,7 +1042,18 @@ static void on_read(struct bufferevent *bev, void *arg)
     if (len == 0 || h->broken)
         return;
     conn_enter(h);
-    ssize_t n = nghttp2_session_mem_recv(h->s, evbuffer_pullup(in, -1), len);
+    /* the input's pieces in turn, not pulled up into one first (a copy of
+     * every read that spans two of the evbuffer's chains): nghttp2 keeps a
+     * frame cut between them */
+    struct evbuffer_iovec v[8];
+    int k = evbuffer_peek(in, -1, NULL, v, 8);
+    if (k > 8) {
+        v[0] = (struct evbuffer_iovec){evbuffer_pullup(in, -1), len};
+        k = 1;
+    }
+    ssize_t n = 0;
+    for (int i = 0; i < k && n >= 0 && !h->destroy_due && !h->broken; i++)
+        n = nghttp2_session_mem_recv(h->s, v[i].iov_base, v[i].iov_len);
     if (!h->destroy_due)
         evbuffer_drain(in, len);
     if (n < 0 && !h->destroy_due) {
@@ -1083,6 +1152,7 @@ static void conn_free(struct h2conn *h)
     event_del(&h->pull);
     event_del(&h->pump_ev);
     px_buf_dispose(&h->wbuf);
+    fields_dispose(&h->fields);
     while (h->streams) {
         struct client *c = h->streams->c;
         if (c) {
@@ -1257,11 +1327,16 @@ static void h2_setup(struct tide_net_setup *setup, struct bufferevent *bev,
         tide_net_setup_failed(setup, TIDE_ENOMEM, nghttp2_strerror(rc));
         return;
     }
+    /* no HPACK dynamic table for the responses' fields: an origin that
+     * indexes every field it sends (nginx does, and never refers to one
+     * again) cost an insert and an eviction in it for each; a table of 0
+     * bytes stores none */
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
+        {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0},
     };
-    nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 2);
+    nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 3);
     nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0,
                                           H2_CONN_WINDOW);
     event_assign(&h->ping_timer, bufferevent_get_base(bev), -1, 0,
