@@ -34,6 +34,7 @@
  * 502), those below finish. A connection that fails (EOF, reset, a
  * protocol error) is broken once for the pool and fails each stream. */
 #include "h2.h"
+#include "h2_mem.h"
 #include "proxy_internal.h"
 #include "target.h"
 
@@ -71,7 +72,13 @@ struct h2conn;
  * outlives its client's interest (a client that left, a stream reset
  * while its HEADERS still waited for room), until nghttp2 closes it. */
 struct h2stream {
-    struct client *c;      /* NULL once the client left it */
+    struct client *c; /* NULL once the client left it */
+    /* of the response's head (on_header): its Content-Length, the
+     * index of that field in c->resp_headers, and whether it announced
+     * trailers */
+    bool has_length;
+    size_t length_at;
+    bool trailer;
     struct h2stream *next; /* in the connection's streams */
     struct h2stream *prev;
 };
@@ -130,6 +137,7 @@ struct h2conn {
      * client to pull: only then are the streams looked through */
     bool pull_due;
     struct fields fields;      /* a HEADERS frame's, as it is made */
+    struct px_h2_mem mem;      /* the session's allocator's free blocks */
     struct h2stream *streams;  /* streams nghttp2 has not closed yet */
     struct h2conn *next_setup; /* in up->setting_up */
     struct h2conn *prev_setup;
@@ -747,10 +755,11 @@ static bool no_body_status(unsigned s)
 static void response_head(struct client *c)
 {
     const struct headers *hs = &c->resp_headers;
+    const struct h2stream *t = c->h2s;
     unsigned status = c->h2_status;
     bool no_body = c->method == HTTP_HEAD || no_body_status(status);
-    const char *cl = px__headers_get(hs, "content-length");
-    bool trailers = px__headers_get(hs, "trailer") != NULL;
+    const char *cl = t->has_length ? px__header_value(hs, t->length_at) : NULL;
+    bool trailers = t->trailer;
     struct px_buf *out = px__client_out(c);
     const char *reason = http_status_str((enum http_status)status);
     px_buf_add(out, "HTTP/1.1 ", 9);
@@ -758,11 +767,11 @@ static void response_head(struct client *c)
     px_buf_add(out, " ", 1);
     px_buf_adds(out, strcmp(reason, "<unknown>") == 0 ? "" : reason);
     px_buf_add(out, "\r\n", 2);
-    for (size_t i = 0; i < hs->n; i++) {
-        const char *name = px__header_name(hs, i);
-        if (!px__hop_by_hop(NULL, name))
-            px__add_header(out, name, px__header_value(hs, i));
-    }
+    /* on_header kept no hop-by-hop field but the length */
+    for (size_t i = 0; i < hs->n; i++)
+        if (!t->has_length || i != t->length_at)
+            px__add_header(out, px__header_name(hs, i),
+                           px__header_value(hs, i));
     bool http11 = c->req_minor >= 1 || c->req_parser.http_major > 1;
     if (no_body) {
         if (cl && status != 204)
@@ -826,7 +835,45 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
     /* a second block after the final head: the trailers */
     px__headers_clear(&c->resp_headers);
     c->h2_trailers = c->head_sent;
+    c->h2s->has_length = false;
+    c->h2s->trailer = false;
     return 0;
+}
+
+enum hop { HOP_NOT, HOP, HOP_LENGTH, HOP_TRAILER };
+
+/* Which of px__hop_by_hop's fields (with no Connection header: HTTP/2
+ * has none) a name of a response's head is, compared as bytes: nghttp2
+ * passes only lowercase names (it resets a stream whose response has an
+ * uppercase one). A look at the length first, as most names match
+ * none. */
+static enum hop hop_of(const uint8_t *n, size_t len)
+{
+    switch (len) {
+    case 2:
+        return memcmp(n, "te", 2) == 0 ? HOP : HOP_NOT;
+    case 7:
+        if (memcmp(n, "trailer", 7) == 0)
+            return HOP_TRAILER;
+        return memcmp(n, "upgrade", 7) == 0 ? HOP : HOP_NOT;
+    case 10:
+        return memcmp(n, "connection", 10) == 0 ||
+                       memcmp(n, "keep-alive", 10) == 0
+                   ? HOP
+                   : HOP_NOT;
+    case 14:
+        return memcmp(n, "content-length", 14) == 0 ? HOP_LENGTH : HOP_NOT;
+    case 17:
+        if (memcmp(n, "transfer-encoding", 17) == 0)
+            return HOP;
+        break;
+    default:
+        break;
+    }
+    /* proxy, proxy-connection, proxy-authenticate, ... */
+    return len >= 5 && memcmp(n, "proxy", 5) == 0 && (len == 5 || n[5] == '-')
+               ? HOP
+               : HOP_NOT;
 }
 
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
@@ -847,6 +894,23 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
     }
     if (namelen > 0 && name[0] == ':')
         return 0; /* nghttp2 checked the pseudo-fields */
+    if (!c->h2_trailers) {
+        /* the head's hop-by-hop fields go no further than here, but what
+         * response_head needs of them */
+        switch (hop_of(name, namelen)) {
+        case HOP:
+            return 0;
+        case HOP_TRAILER:
+            c->h2s->trailer = true;
+            return 0;
+        case HOP_LENGTH:
+            c->h2s->has_length = true;
+            c->h2s->length_at = c->resp_headers.n;
+            break;
+        case HOP_NOT:
+            break;
+        }
+    }
     px__headers_field(&c->resp_headers, (const char *)name, namelen);
     px__headers_value(&c->resp_headers, (const char *)value, valuelen);
     return 0;
@@ -1162,6 +1226,7 @@ static void conn_free(struct h2conn *h)
         stream_free(h, h->streams);
     }
     nghttp2_session_del(h->s);
+    px_h2_mem_dispose(&h->mem);
     struct px_h2_upstream *up = h->up;
     struct bufferevent *bev = h->bev;
     bool made = h->made;
@@ -1319,10 +1384,13 @@ static void h2_setup(struct tide_net_setup *setup, struct bufferevent *bev,
     nghttp2_option_set_no_auto_window_update(opt, 1);
     /* nothing above 1 stream before the server says how many */
     nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
-    int rc = nghttp2_session_client_new2(&h->s, cbs, h, opt);
+    nghttp2_mem mem;
+    px_h2_mem_init(&h->mem, &mem);
+    int rc = nghttp2_session_client_new3(&h->s, cbs, h, opt, &mem);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);
     if (rc != 0) {
+        px_h2_mem_dispose(&h->mem);
         free(h);
         tide_net_setup_failed(setup, TIDE_ENOMEM, nghttp2_strerror(rc));
         return;
