@@ -136,9 +136,11 @@ struct h2conn {
     /* a stream's body was taken (read_body) since pull_more last found no
      * client to pull: only then are the streams looked through */
     bool pull_due;
-    struct fields fields;      /* a HEADERS frame's, as it is made */
-    struct px_h2_mem mem;      /* the session's allocator's free blocks */
-    struct h2stream *streams;  /* streams nghttp2 has not closed yet */
+    struct fields fields;     /* a HEADERS frame's, as it is made */
+    struct px_h2_mem mem;     /* the session's allocator's free blocks */
+    struct h2stream *streams; /* streams nghttp2 has not closed yet */
+    struct h2stream *seen;    /* stream_of's last, of id seen_id */
+    int32_t seen_id;
     struct h2conn *next_setup; /* in up->setting_up */
     struct h2conn *prev_setup;
     bool idle;         /* watched idle by the pool */
@@ -299,6 +301,8 @@ static struct h2stream *stream_new(struct h2conn *h, struct client *c)
 /* nghttp2 closed the stream (or the session went). */
 static void stream_free(struct h2conn *h, struct h2stream *t)
 {
+    if (h->seen == t)
+        h->seen = NULL;
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -817,18 +821,31 @@ static void response_done(struct client *c)
         px__client_flush(c);
 }
 
-static struct client *stream_client(nghttp2_session *s, int32_t id)
+/* The stream id names: the last one looked up is kept, as a response's
+ * callbacks (its head's every field, its DATA, its end) come one after
+ * another for the same stream. */
+static struct h2stream *stream_of(struct h2conn *h, int32_t id)
 {
-    struct h2stream *t =
-        id > 0 ? nghttp2_session_get_stream_user_data(s, id) : NULL;
+    if (id <= 0)
+        return NULL;
+    if (h->seen && h->seen_id == id)
+        return h->seen;
+    h->seen = nghttp2_session_get_stream_user_data(h->s, id);
+    h->seen_id = id;
+    return h->seen;
+}
+
+static struct client *stream_client(struct h2conn *h, int32_t id)
+{
+    struct h2stream *t = stream_of(h, id);
     return t ? t->c : NULL;
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
                             void *user)
 {
-    (void)user;
-    struct client *c = stream_client(s, frame->hd.stream_id);
+    (void)s;
+    struct client *c = stream_client(user, frame->hd.stream_id);
     if (!c || frame->hd.type != NGHTTP2_HEADERS)
         return 0;
     c->any_byte = true;
@@ -881,8 +898,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
                      size_t valuelen, uint8_t flags, void *user)
 {
     (void)flags;
-    (void)user;
-    struct client *c = stream_client(s, frame->hd.stream_id);
+    (void)s;
+    struct client *c = stream_client(user, frame->hd.stream_id);
     if (!c || frame->hd.type != NGHTTP2_HEADERS)
         return 0;
     if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
@@ -921,7 +938,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id,
 {
     (void)flags;
     struct h2conn *h = user;
-    struct client *c = stream_client(s, id);
+    struct client *c = stream_client(h, id);
     if (!c || c->h2_no_body) {
         nghttp2_session_consume(s, id, len); /* for nobody */
         return 0;
@@ -959,6 +976,7 @@ static void conn_tell_pool(struct h2conn *h);
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
                          void *user)
 {
+    (void)s;
     struct h2conn *h = user;
     switch (frame->hd.type) {
     case NGHTTP2_SETTINGS:
@@ -982,7 +1000,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
     default:
         return 0;
     }
-    struct client *c = stream_client(s, frame->hd.stream_id);
+    struct client *c = stream_client(user, frame->hd.stream_id);
     if (!c)
         return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && !c->head_sent && !c->h2_trailers) {
@@ -1004,8 +1022,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
                            void *user)
 {
+    (void)s;
     struct h2conn *h = user;
-    struct h2stream *t = nghttp2_session_get_stream_user_data(s, id);
+    struct h2stream *t = stream_of(h, id);
     if (!t)
         return 0;
     struct client *c = t->c;
