@@ -390,6 +390,12 @@ static void stream_failed(struct client *c, enum give how, bool retry,
         return;
     }
     bool cut = c->head_sent; /* refuse kills the client then */
+    if (cut) {
+        /* the head waits for the body's first bytes (on_frame_recv): a
+         * connection lost between the two closed the client with nothing
+         * of its response sent, where the head and then the cut go */
+        px__client_flush(c);
+    }
     px__exchange_refuse(c, why);
     if (!cut && c->state != C_DEAD)
         px__client_flush(c);
@@ -409,6 +415,7 @@ static void on_stream_timeout(evutil_socket_t fd, short what, void *arg)
     px__h2_give_back(c, GIVE_RELEASE); /* resets the stream */
     if (c->head_sent) {
         c->px->stats.aborted++;
+        px__client_flush(c); /* the head, if it waited for a body */
         px__client_kill(c);
     } else {
         c->px->stats.errors_504++;
