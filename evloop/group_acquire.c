@@ -128,15 +128,63 @@ void tide__group_on_deliver(evutil_socket_t fd, short what, void *arg)
 
 /* ---- acquire and release ---- */
 
-/* An acquire, or a retry of a request that failed on `failed`. */
+/* Whether u is among the n upstreams of list (compared, never read). */
+static bool among(struct tide_group_upstream *const *list, size_t n,
+                  const struct tide_group_upstream *u)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == u)
+            return true;
+    return false;
+}
+
+/* Marks as tried, so the retry a does not go there, the upstreams the
+ * request failed on, when another can serve: the group's upstreams
+ * among them (a removed one is passed over by the pick anyway). */
+static bool avoid(struct tide_group_acquire *a, struct tide_group *g,
+                  struct tide_group_upstream *const *failed, size_t n)
+{
+    size_t named = 0;
+    for (struct tide_group_upstream *u = g->upstreams.head; u; u = u->next)
+        if (!u->removed && among(failed, n, u))
+            named++;
+    if (named == 0 || named >= (size_t)g->active)
+        return true; /* none of them, or all: any may be tried */
+    a->tried = malloc(named * sizeof *a->tried);
+    if (!a->tried)
+        return false;
+    a->tried_capacity = named;
+    for (struct tide_group_upstream *u = g->upstreams.head; u; u = u->next)
+        if (!u->removed && among(failed, n, u))
+            a->tried[a->n_tried++] = u;
+    return true;
+}
+
+/* The upstream of list that the retry is for: the last the request met,
+ * when it is still one of the group's (the caller's pointer may be to
+ * one drained and freed since, so it is found, not read). */
+static struct tide_group_upstream *
+last_failed(struct tide_group *g, struct tide_group_upstream *const *failed,
+            size_t n)
+{
+    if (n == 0)
+        return NULL;
+    for (struct tide_group_upstream *u = g->upstreams.head; u; u = u->next)
+        if (u == failed[n - 1])
+            return u;
+    return NULL;
+}
+
+/* An acquire, or a retry of a request that failed on the n upstreams of
+ * `failed`. */
 static int start(struct tide_group *g, int64_t timeout,
                  tide_group_acquire_cb cb, void *arg,
                  struct tide_group_acquire **handle, bool retry,
-                 struct tide_group_upstream *failed)
+                 struct tide_group_upstream *const *failed, size_t n)
 {
     if (handle)
         *handle = NULL;
-    if (!g || !cb || timeout < 0 || (failed && failed->group != g))
+    if (!g || !cb || timeout < 0 || (n > 0 && !failed))
         return TIDE_EINVAL;
     if (g->closing || g->active == 0)
         return TIDE_ECLOSED;
@@ -148,15 +196,11 @@ static int start(struct tide_group *g, int64_t timeout,
     struct tide_group_acquire *a = calloc(1, sizeof *a);
     if (!a)
         return TIDE_ENOMEM;
-    /* the one that failed is not tried again, unless it is all there is */
-    if (failed && !failed->removed && g->active > 1) {
-        a->tried = malloc(4 * sizeof *a->tried);
-        if (!a->tried) {
-            free(a);
-            return TIDE_ENOMEM;
-        }
-        a->tried_capacity = 4;
-        a->tried[a->n_tried++] = failed;
+    /* those that failed are not tried again, unless they are all there
+     * is */
+    if (!avoid(a, g, failed, n)) {
+        free(a);
+        return TIDE_ENOMEM;
     }
     if (retry) {
         if (!tide__budget_spend(g, rnow)) {
@@ -164,8 +208,9 @@ static int start(struct tide_group *g, int64_t timeout,
             free(a);
             return TIDE_EUNAVAILABLE;
         }
-        if (failed)
-            failed->route.failures++;
+        struct tide_group_upstream *last = last_failed(g, failed, n);
+        if (last)
+            last->route.failures++;
     } else {
         tide__budget_request(g, rnow);
     }
@@ -199,14 +244,27 @@ int tide_group_acquire(struct tide_group *g, int64_t timeout,
                        tide_group_acquire_cb cb, void *arg,
                        struct tide_group_acquire **handle)
 {
-    return start(g, timeout, cb, arg, handle, false, NULL);
+    return start(g, timeout, cb, arg, handle, false, NULL, 0);
 }
 
 int tide_group_retry(struct tide_group *g, struct tide_group_upstream *failed,
                      int64_t timeout, tide_group_acquire_cb cb, void *arg,
                      struct tide_group_acquire **handle)
 {
-    return start(g, timeout, cb, arg, handle, true, failed);
+    if (failed && g && failed->group != g) {
+        if (handle)
+            *handle = NULL;
+        return TIDE_EINVAL;
+    }
+    return start(g, timeout, cb, arg, handle, true, &failed, failed ? 1 : 0);
+}
+
+int tide_group_retry_avoid(struct tide_group *g,
+                           struct tide_group_upstream *const *failed, size_t n,
+                           int64_t timeout, tide_group_acquire_cb cb, void *arg,
+                           struct tide_group_acquire **handle)
+{
+    return start(g, timeout, cb, arg, handle, true, failed, n);
 }
 
 int tide_group_try_acquire(struct tide_group *g, struct tide_group_upstream **u,
@@ -224,6 +282,12 @@ int tide_group_try_acquire(struct tide_group *g, struct tide_group_upstream **u,
     if (g->capped.count > 0 || (g->cap > 0 && g->slots >= g->cap))
         return TIDE_EWOULDBLOCK;
     int64_t now = tide__group_clock();
+    /* a probe goes out on an acquire only (the pick sends it there): a
+     * caller that always found an idle one here would keep an upstream
+     * back from an outage waiting for its probe until the fast path
+     * missed by chance (its refusal, 1 while open, keeps the pick away) */
+    if (tide__group_probe_due(g, now))
+        return TIDE_EWOULDBLOCK;
     size_t n = tide__group_candidates(g, NULL, now, true);
     struct tide_group_upstream *up = tide__group_choose(g, n, now);
     if (!up)

@@ -1,27 +1,33 @@
 /* The group's retry budget (<tidepool/group.h>, "Retry budget"): retries
- * may add retry_ratio of the requests over the last retry_window, plus
- * retry_floor a second whatever the ratio.
+ * may add retry_ratio of the requests over the last retry_window, plus a
+ * reserve of retry_floor a second over that window whatever the ratio.
  *
- * The ratio counts requests and retries in a ring of steps (group_route.c)
+ * Requests and retries are counted in a ring of steps (group_route.c)
  * rather than in the core's tide_window: the window keeps one stamp per
  * event, exact but as large as its quota, and a busy group makes a
- * million requests in ten seconds. The floor is the core's window as it
- * is meant: at most retry_floor retries in any second, counted exactly. */
+ * million requests in ten seconds.
+ *
+ * The floor is a reserve over the window, as Finagle's minRetriesPerSec
+ * (its RetryBudget deposits the ratio per request on top of a reserve of
+ * minRetriesPerSec x ttl), rather than a quota of retry_floor in any one
+ * second: a group just made, whose window holds a few requests, meets a
+ * brown-out with a burst of first failures before the breakers learn
+ * (half of eight callers' first requests: four retries in the same
+ * millisecond), and a quota of three a second refused the fourth, an
+ * error for its caller. Spread over the window the reserve is the same
+ * number of retries, and a busy group's ratio dwarfs it. */
 #include "group_internal.h"
 
 int tide__budget_init(struct tide_group *g, int64_t window, int64_t floor)
 {
     tide__ring_init(&g->budget, window);
-    g->floor = NULL;
-    if (floor == 0)
-        return 0;
-    return tide_window_new(floor, TIDE_SEC(1), &g->floor);
+    g->retry_reserve = (double)floor * ((double)window / (double)TIDE_SEC(1));
+    return 0;
 }
 
 void tide__budget_dispose(struct tide_group *g)
 {
-    tide_window_free(g->floor);
-    g->floor = NULL;
+    (void)g;
 }
 
 void tide__budget_request(struct tide_group *g, int64_t now)
@@ -29,14 +35,17 @@ void tide__budget_request(struct tide_group *g, int64_t now)
     tide__ring_add(&g->budget, now, 1, 0);
 }
 
+/* Retries the window allows: the ratio of its requests and the reserve. */
+static double allowed(const struct tide_group *g, uint64_t requests)
+{
+    return g->retry_ratio * (double)requests + g->retry_reserve;
+}
+
 bool tide__budget_spend(struct tide_group *g, int64_t now)
 {
     uint64_t requests, retries;
     tide__ring_sum(&g->budget, now, &requests, &retries);
-    bool ok = (double)(retries + 1) <= g->retry_ratio * (double)requests;
-    if (!ok && g->floor)
-        ok = tide_window_take(g->floor, now);
-    if (!ok) {
+    if ((double)(retries + 1) > allowed(g, requests)) {
         g->retries_refused++;
         return false;
     }
@@ -52,12 +61,7 @@ void tide_group_budget(struct tide_group *g, struct tide_group_budget *out)
     int64_t now = tide__group_now(g, tide__group_clock());
     *out = (struct tide_group_budget){0};
     tide__ring_sum(&g->budget, now, &out->requests, &out->retries);
-    uint64_t spare = 0;
-    if (g->floor) {
-        int64_t left = tide_window_left(g->floor, now);
-        spare = left > 0 ? (uint64_t)left : 0;
-    }
-    out->allowed = (uint64_t)(g->retry_ratio * (double)out->requests) + spare;
+    out->allowed = (uint64_t)allowed(g, out->requests);
     out->spent = g->retries_spent;
     out->refused = g->retries_refused;
     out->panic = g->panic;

@@ -59,6 +59,7 @@ struct route {
     int64_t held_from; /* ... first seen so here ... */
     int64_t held_last; /* ... and last here */
     bool was_open;     /* its breaker was open in this spell */
+    bool ramped;       /* its slow start began since it was last held */
     /* loans out, in the order they were lent: [loans_head, n_loans) */
     struct loan_stamp *loans;
     size_t loans_head;
@@ -138,9 +139,8 @@ struct tide_group {
 
     /* the retry budget (group_budget.c) */
     double retry_ratio;
-    int64_t retry_floor;
-    struct tide_window *floor; /* retry_floor a second; NULL when 0 */
-    struct ring budget;        /* a: requests, b: retries */
+    double retry_reserve; /* retry_floor x retry_window, in retries */
+    struct ring budget;   /* a: requests, b: retries */
     uint64_t retries_spent;
     uint64_t retries_refused;
     /* the group's loans lent in the last minute (a), for the shares */
@@ -209,12 +209,15 @@ size_t tide__group_candidates(struct tide_group *g,
 /* Of the n candidates filled in, the one to go to; NULL when n is 0. */
 struct tide_group_upstream *tide__group_choose(struct tide_group *g, size_t n,
                                                int64_t now);
-/* The mean latency average of the upstreams timed, at rnow (the group's
- * clock); 0 when none is. */
-double tide__group_mean_latency(struct tide_group *g, int64_t rnow);
+/* The mean latency average of the upstreams timed but `except` (NULL:
+ * none), at rnow (the group's clock); 0 when none is. */
+double tide__group_mean_latency(struct tide_group *g, int64_t rnow,
+                                const struct tide_group_upstream *except);
 /* The upstream a goes to next, or NULL when none is left. */
 struct tide_group_upstream *tide__group_pick(struct tide_group_acquire *a,
                                              int64_t now);
+/* Whether an open breaker's probe is due: an acquire would carry it. */
+bool tide__group_probe_due(struct tide_group *g, int64_t now);
 /* A probe's acquire has left its upstream u. */
 void tide__group_probe_done(struct tide_group_acquire *a,
                             struct tide_group_upstream *u, int64_t now);
@@ -233,12 +236,13 @@ double tide__route_weight(struct tide_group_upstream *u, int64_t now);
 /* Starts a slow start, with its latency set to `mean` (the others'). */
 void tide__route_ramp(struct tide_group_upstream *u, int64_t now, double mean);
 /* Whether u is held off now and, if so, whether its breaker is open:
- * notes a spell held off, which its next loan ends (tide__route_lent
- * starts a slow start then, when the spell was an outage). */
+ * notes a spell held off, which its next loan ends. The first look that
+ * finds it no longer held after an outage starts its slow start (its
+ * latency set to the others' mean), before any caller is sent to it. */
 void tide__route_held(struct tide_group_upstream *u, int64_t now, bool held,
                       bool open);
 /* A loan of resource from u starts (its answer): ends a spell held off,
- * with a slow start after an outage ... */
+ * with a slow start after an outage when no look began it ... */
 void tide__route_lent(struct tide_group_upstream *u, void *resource,
                       int64_t now);
 /* ... and ends: timed when `timed` (released, retired, discarded), else

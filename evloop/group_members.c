@@ -91,7 +91,7 @@ int tide_group_add(struct tide_group *g, const char *name,
     tide__route_init(u, now);
     /* one added once the group has lent is cold beside the others */
     if (g->acquires > 0)
-        tide__route_ramp(u, now, tide__group_mean_latency(g, now));
+        tide__route_ramp(u, now, tide__group_mean_latency(g, now, NULL));
     TIDE__LIST_APPEND(&g->upstreams, u);
     g->active++;
     *out = u;

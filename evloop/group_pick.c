@@ -52,12 +52,13 @@ static bool held_off(struct tide_evpool *pool, int64_t now, bool *open)
     return makes_held(pool, now);
 }
 
-double tide__group_mean_latency(struct tide_group *g, int64_t rnow)
+double tide__group_mean_latency(struct tide_group *g, int64_t rnow,
+                                const struct tide_group_upstream *except)
 {
     double sum = 0;
     int n = 0;
     for (struct tide_group_upstream *u = g->upstreams.head; u; u = u->next) {
-        if (u->removed || !u->route.timed)
+        if (u == except || u->removed || !u->route.timed)
             continue;
         sum += tide__route_latency(u, rnow);
         n++;
@@ -156,7 +157,7 @@ struct tide_group_upstream *tide__group_choose(struct tide_group *g, size_t n,
     struct tide_group_upstream *a = g->pick_ups[ia], *b = g->pick_ups[ib];
     double mean = 0;
     if (!a->route.timed || !b->route.timed)
-        mean = tide__group_mean_latency(g, rnow);
+        mean = tide__group_mean_latency(g, rnow, NULL);
     double ca = cost(g, a, now, rnow, mean), cb = cost(g, b, now, rnow, mean);
     return cb < ca ? b : a;
 }
@@ -182,6 +183,12 @@ static struct tide_group_upstream *due_probe(struct tide_group_acquire *a,
             return u;
     }
     return NULL;
+}
+
+bool tide__group_probe_due(struct tide_group *g, int64_t now)
+{
+    struct tide_group_acquire none = {.group = g};
+    return due_probe(&none, now) != NULL;
 }
 
 struct tide_group_upstream *tide__group_pick(struct tide_group_acquire *a,

@@ -177,16 +177,40 @@ void tide__route_ramp(struct tide_group_upstream *u, int64_t now, double mean)
     r->updated = now;
 }
 
+/* Whether the spell held off u is in was an outage, not a blip. */
+static bool outage(const struct route *r)
+{
+    return r->was_open || r->held_last - r->held_from >= OUTAGE_MIN;
+}
+
+/* The slow start after an outage, with its latency set to the mean of the
+ * others: its own average is from before the outage (or from the loans
+ * that failed into it), and, decayed while it was out, would flatter it
+ * (a pick sends it every caller until its first loan ends) or, from a
+ * slow spell, keep it out long after it is back. */
+static void ramp_after_outage(struct tide_group_upstream *u, int64_t now)
+{
+    tide__route_ramp(u, now, tide__group_mean_latency(u->group, now, u));
+    u->route.ramped = true;
+}
+
 void tide__route_held(struct tide_group_upstream *u, int64_t now, bool held,
                       bool open)
 {
     struct route *r = &u->route;
     r->held = held;
-    if (!held)
+    if (!held) {
+        /* back: judged cold from this pick on, not from its first loan,
+         * which a make (a connect, a handshake) may keep a while */
+        if (r->spell && !r->ramped && outage(r))
+            ramp_after_outage(u, now);
         return;
+    }
     /* a spell lasts until the upstream lends again, across the moments
      * between the holds of a backoff (a dead origin is held, let through
-     * to fail a make, held again: one outage, not many blips) */
+     * to fail a make, held again: one outage, not many blips); a slow
+     * start begun in such a moment begins again when it is next let
+     * through */
     if (!r->spell) {
         r->spell = true;
         r->held_from = now;
@@ -194,6 +218,7 @@ void tide__route_held(struct tide_group_upstream *u, int64_t now, bool held,
     }
     r->held_last = now;
     r->was_open |= open;
+    r->ramped = false;
 }
 
 /* ---- loans ---- */
@@ -203,10 +228,12 @@ void tide__route_lent(struct tide_group_upstream *u, void *resource,
 {
     struct route *r = &u->route;
     if (r->spell) {
-        /* back from a spell held off: a slow start if it was an outage */
+        /* back from a spell held off: a slow start if it was an outage
+         * and no look since began one */
+        if (!r->ramped && outage(r))
+            ramp_after_outage(u, now);
         r->spell = false;
-        if (r->was_open || r->held_last - r->held_from >= OUTAGE_MIN)
-            tide__route_ramp(u, now, tide__group_mean_latency(u->group, now));
+        r->ramped = false;
     }
     tide__ring_add(&r->lent, now, 1, 0);
     tide__ring_add(&u->group->lent, now, 1, 0);

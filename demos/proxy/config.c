@@ -82,6 +82,13 @@ void px_config_usage(FILE *f)
             "  --backoff-cap MS        to at most (2000), jittered by a "
             "fifth\n"
             "  --no-backoff            no wait between failed connects\n"
+            "  --slow-start MS         an upstream back after an outage, "
+            "or added, ramps\n"
+            "                          its share from 10%% over (30000)\n"
+            "  --retry-503             an idempotent request answered 503 "
+            "goes to another\n"
+            "                          upstream, twice at most, within the "
+            "retry budget\n"
             "  --config FILE           options from FILE, one a line: "
             "'pool-size 16',\n"
             "                          '#' comments; the command line "
@@ -231,6 +238,7 @@ static const struct num_opt num_opts[] = {
     {"--health-interval", 1, 3600000, TIDE_MS(1), OFF(health_interval), false},
     {"--client-timeout", 1, 3600000, TIDE_MS(1), OFF(client_timeout), false},
     {"--drain-timeout", 0, 3600000, TIDE_MS(1), OFF(drain_timeout), false},
+    {"--slow-start", 1, 3600000, TIDE_MS(1), OFF(slow_start), false},
     {"--breaker-strikes", 1, 1000, 0, OFF(breaker_opts.strikes), true},
     {"--breaker-cooldown", 1, 3600000, TIDE_MS(1), OFF(breaker_opts.cooldown),
      false},
@@ -319,6 +327,10 @@ int px_config_options(struct px_config *c, int argc, char *const *argv,
         }
         if (strcmp(a, "--no-backoff") == 0) {
             c->backoff = false;
+            continue;
+        }
+        if (strcmp(a, "--retry-503") == 0) {
+            c->retry_503 = true;
             continue;
         }
         const struct num_opt *num = NULL;
@@ -480,7 +492,8 @@ void px_config_proxy_options(const struct px_config *c, struct px_options *out)
                                .acquire_timeout = c->acquire_timeout,
                                .response_timeout = c->response_timeout,
                                .client_timeout = c->client_timeout,
-                               .max_body = c->max_body};
+                               .max_body = c->max_body,
+                               .retry_503 = c->retry_503};
 }
 
 void px_upstream_name(const struct px_upstream_arg *a, char *buf, size_t n)
@@ -567,7 +580,9 @@ int px_upstreams_open(struct px_upstreams *u, struct event_base *base,
                       const struct px_config *c, char *err, size_t errlen)
 {
     *u = (struct px_upstreams){.base = base};
-    int rc = tide_group_new(base, &(struct tide_group_options){.cap = c->cap},
+    int rc = tide_group_new(base,
+                            &(struct tide_group_options){
+                                .cap = c->cap, .slow_start = c->slow_start},
                             &u->group);
     if (rc)
         return fail(err, errlen, "cannot make the group: %s",

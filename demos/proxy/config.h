@@ -58,6 +58,9 @@ struct px_config {
     int64_t client_timeout;   /* ns; 0: the proxy's preset */
     size_t max_body;          /* bytes; 0: the proxy's preset */
     int64_t drain_timeout;    /* ns SIGTERM waits for exchanges in flight */
+    int64_t slow_start;       /* ns of the group's slow start; 0: its
+                                 preset (30 s) */
+    bool retry_503;           /* px_options.retry_503 */
     const char *ca;           /* borrowed: argv or the caller's */
     const char *ca_pem;       /* PEM text (not from the command line) */
     bool insecure;

@@ -79,7 +79,16 @@ void px__exchange_failed(struct client *c, const char *why)
      * the upstream had closed it a moment before (stale, no failure of
      * its own), and an idempotent request goes again at once, once, as
      * it does once after a failure */
+    struct tide_group_upstream *up = c->up;
     bool stale = px__give_back(c, c->any_byte ? GIVE_DISCARD : GIVE_STALE);
+    if (stale && c->stale_retried && !c->retried && px__idempotent(c->method) &&
+        !c->retry_outgrown) {
+        /* stale on its stale retry too: the upstream closed all it kept
+         * at once; on as after a failure, elsewhere (failover.c) */
+        c->retried = true;
+        px__exchange_stale_twice(c, up, why);
+        return;
+    }
     bool again = !c->any_byte && px__idempotent(c->method) &&
                  !(stale ? c->stale_retried : c->retried);
     if (again && !c->retry_outgrown) {
@@ -167,9 +176,9 @@ static void acquired(struct tide_group *g, int status,
     px__client_next(c);
 }
 
-static void on_acquired(struct tide_group *g, int status,
-                        struct tide_group_upstream *u, void *resource,
-                        const struct tide_why *why, void *arg)
+void px__on_acquired(struct tide_group *g, int status,
+                     struct tide_group_upstream *u, void *resource,
+                     const struct tide_why *why, void *arg)
 {
     struct client *c = arg;
     acquired(g, status, u, resource, why, c);
@@ -191,7 +200,7 @@ void px__start_exchange(struct client *c)
     }
     c->state = C_ACQUIRING;
     int rc = tide_group_acquire(c->px->group, c->px->acquire_timeout,
-                                on_acquired, c, &c->acquiring);
+                                px__on_acquired, c, &c->acquiring);
     if (rc) {
         c->px->stats.errors_503++;
         px__client_write_error(c, 503, "Service Unavailable",

@@ -230,6 +230,11 @@ static int rs_headers_done(http_parser *p)
         c->resp_refused = "a status code of fewer than three digits";
         return -1;
     }
+    if (status == 503 && px__fail_over_ok(c)) { /* failover.c */
+        c->fail_over = true;
+        c->resp_refused = "the upstream answered 503";
+        return -1;
+    }
     if (c->resp_name_space && !px__headers_trim_names(&c->resp_headers)) {
         c->resp_refused = "a response header field's name with a space "
                           "inside it, or of spaces only";
@@ -422,6 +427,10 @@ static void upstream_parse(struct client *c)
         if (!head_was_sent && !c->orphan) {
             px_buf_truncate(&c->out, queued);
             c->head_sent = false;
+        }
+        if (c->fail_over && !bad) {
+            px__exchange_elsewhere(c, c->resp_refused);
+            return;
         }
         char why[160];
         if (bad)

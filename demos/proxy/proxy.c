@@ -114,6 +114,7 @@ int px_new(struct event_base *base, struct tide_group *group,
     px->response_tv =
         timeval_of(opt.response_timeout ? opt.response_timeout : TIDE_SEC(30));
     px->max_body = opt.max_body ? opt.max_body : (size_t)64 << 20;
+    px->retry_503 = opt.retry_503;
     px->client_tv =
         timeval_of(opt.client_timeout ? opt.client_timeout : TIDE_SEC(60));
     struct sockaddr_in sin = {.sin_family = AF_INET,

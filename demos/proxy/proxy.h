@@ -65,6 +65,12 @@ struct px_options {
      * that trickles a head a byte at a time, or stops mid-body, holds its
      * connection for a bounded time. */
     int64_t client_timeout;
+    /* A request answered 503 by its upstream goes to another one, at most
+     * twice, within the group's retry budget, when it can go again whole
+     * (idempotent, its body kept); else, or past the budget, the 503 goes
+     * to the client as it came (failover.c). Off: every answer is relayed
+     * as it came. HTTP/1.1 upstreams. */
+    bool retry_503;
 };
 
 /* Creates a proxy listening on o's address, serving through `group`
@@ -123,6 +129,8 @@ struct px_stats {
                                accept() failed: at the descriptor limit
                                (EMFILE, ENFILE), or out of memory */
     int64_t clients;    /* client connections open */
+    /* requests answered 503 sent to another upstream (retry_503) */
+    uint64_t fail_overs;
 };
 
 void px_stats(const struct px *p, struct px_stats *out);

@@ -124,6 +124,11 @@ struct chunk_scan {
     const char *why; /* what was wrong, once refused */
 };
 
+/* Times one request goes to another upstream after a 503 at most
+ * (failover.c): as HAProxy's `retries 2`; the group's retry budget bounds
+ * the sum over requests. */
+#define FAIL_OVERS_MAX 2
+
 struct client;
 
 struct px {
@@ -135,6 +140,7 @@ struct px {
     struct timeval response_tv; /* px_options.response_timeout */
     struct timeval client_tv;   /* px_options.client_timeout */
     size_t max_body;
+    bool retry_503;         /* px_options.retry_503 */
     struct client *clients; /* every open client, for px_free */
     struct px_stats stats;
     /* px_drain: no new client, each closed after its exchange, and
@@ -244,7 +250,11 @@ struct client {
     bool upstream_reusable;
     bool awaiting; /* the request is whole upstream: its silence counts */
     bool retried;
-    bool stale_retried; /* sent again once after a stale connection */
+    bool stale_retried;  /* sent again once after a stale connection */
+    bool fail_over;      /* the response is a 503 to send elsewhere */
+    unsigned fail_overs; /* times this request was (failover.c) */
+    /* the upstreams that answered it 503, which its retries avoid */
+    struct tide_group_upstream *failed_on[FAIL_OVERS_MAX];
     /* why rs_headers_done refused the response's head, or NULL */
     const char *resp_refused;
     bool resp_name_space; /* a space came in one of its field names */
@@ -381,6 +391,25 @@ void px__exchange_again(struct client *c);
  * response being out already, the client cut (counted as aborted). */
 void px__exchange_refuse(struct client *c, const char *why);
 void px__start_exchange(struct client *c);
+/* The group's answer to the exchange's acquire (a retry's too). */
+void px__on_acquired(struct tide_group *g, int status,
+                     struct tide_group_upstream *u, void *resource,
+                     const struct tide_why *why, void *arg);
+
+/* failover.c */
+/* Whether a 503 now in from c's upstream goes to another one: the proxy
+ * is told so, the request can go again whole, the budget has room. */
+bool px__fail_over_ok(const struct client *c);
+/* The 503 from c's upstream (why says so) fails the exchange there: the
+ * connection is discarded (a failure for its breaker) and the request
+ * goes to another upstream as a retry of the group's, or, refused, is
+ * answered 503 by the proxy. */
+void px__exchange_elsewhere(struct client *c, const char *why);
+/* The connection of c's stale retry was stale too (its upstream `up`,
+ * compared, never read: the connection is given back): the request goes
+ * to another upstream, as after a failure, or gets the 502 saying why. */
+void px__exchange_stale_twice(struct client *c, struct tide_group_upstream *up,
+                              const char *why);
 
 /* h2.c */
 struct h2conn;

@@ -283,6 +283,7 @@ static void request_head(struct client *c)
     c->retried = false;
     c->stale_retried = false;
     c->retry_outgrown = false;
+    c->fail_overs = 0;
     px_buf_clear(&c->retry_body);
     px__start_exchange(c);
 }

@@ -39,6 +39,7 @@
     X(errors_503, PRIu64, uint64_t)                                            \
     X(errors_504, PRIu64, uint64_t)                                            \
     X(retries, PRIu64, uint64_t)                                               \
+    X(fail_overs, PRIu64, uint64_t)                                            \
     X(aborted, PRIu64, uint64_t)                                               \
     X(orphans, PRIu64, uint64_t)                                               \
     X(discarded, PRIu64, uint64_t)                                             \

@@ -9,7 +9,8 @@
  * another session, so a server's idle timeout or restart costs a sender
  * nothing: after a session that had carried messages before (a stale one:
  * it tells nothing about the server, and the next may be stale too, when
- * a firewall forgot them all) as often as it takes, up to TRIES sessions;
+ * a firewall forgot them all; the pool's breaker hears nothing of it:
+ * tide_evpool_stale) as often as it takes, up to TRIES sessions;
  * after a fresh one once, so a server that breaks every session is not
  * hammered by each message. After the final ".", only the server's
  * verdict tells: a session lost before it fails the message with
@@ -53,6 +54,7 @@ struct tide__smtp_msg {
     int attempts;
     int fresh_breaks; /* fresh sessions that broke before the "." */
     bool reused;      /* the session in hand carried messages before */
+    bool heard;       /* a byte of a reply came on the session in hand */
     tide_smtp_cb cb;
     void *arg;
 };
@@ -164,6 +166,23 @@ static int attempt(struct tide__smtp_msg *m)
     return tide_evpool_acquire(m->s->pool, 0, on_acquired, m, &m->acq);
 }
 
+/* The session closed (or was reset) before a byte of MAIL's reply: when
+ * it had served, the server's close of an idle session was on its way as
+ * it was lent (an idle timeout, a restart), no failure of the server's
+ * (tide_evpool_stale: the breaker and the backoff hear nothing). True when
+ * the pool took it so; either way the session is gone. */
+static bool give_back_stale(struct tide__smtp_msg *m, int code)
+{
+    if (m->step != MAIL || m->heard ||
+        (code != TIDE_EPEER_CLOSED && code != TIDE_ECONN_BROKEN))
+        return false;
+    struct bufferevent *bev = m->bev;
+    m->bev = NULL;
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    bufferevent_set_timeouts(bev, NULL, NULL);
+    return tide_evpool_stale(m->s->pool, bev) == TIDE_STALE;
+}
+
 /* The session broke (closed, reset, TLS error, 421): code and a sentence.
  * Before the final "." the message is tried again on another session. */
 static void broken(struct tide__smtp_msg *m, int code, int reply,
@@ -171,7 +190,8 @@ static void broken(struct tide__smtp_msg *m, int code, int reply,
 {
     struct tide_smtp_sender *s = m->s;
     enum mstep step = m->step;
-    if (!m->reused)
+    bool stale = m->bev && give_back_stale(m, code);
+    if (!m->reused && !stale)
         m->fresh_breaks++;
     give_back(m, false);
     if (step != BODY && m->attempts < TRIES && m->fresh_breaks < FRESH_BREAKS) {
@@ -281,6 +301,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 {
     struct tide__smtp_msg *m = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
+    m->heard = true;
     int rc = tide__smtp_reply_read(in, &m->r);
     if (rc < 0) {
         give_back(m, false);
@@ -329,6 +350,7 @@ static void on_acquired(struct tide_evpool *pool, int status, void *resource,
     }
     m->bev = resource;
     m->reused = tide__smtp_seasoned_has(m->s, resource);
+    m->heard = false;
     tide__smtp_reply_clear(&m->r);
     bufferevent_setcb(m->bev, on_read, on_write, on_event, m);
     set_timeouts(m, false);

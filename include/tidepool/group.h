@@ -61,15 +61,21 @@
  *   linearly from 10% to 100% over options.slow_start (HAProxy's
  *   slowstart, Envoy's slow_start_config from 10%): a cold origin gets
  *   about weight x its fair share, and its latency average starts at the
- *   others' mean, not at a stale or flattering figure of its own.
+ *   others' mean, not at a stale or flattering figure of its own (its
+ *   average from before the outage, decayed while it was out). Both from
+ *   the first pick that finds it back, not from its first loan: until a
+ *   make for it (a connect, a handshake) answered, the pick would weigh
+ *   the old figure, and a decayed one sends it every caller meanwhile.
  * - Retry budget. A retry is an acquire moved to another upstream after
  *   one was tried and failed (a failed make: refusals at once without
  *   touching the upstream, an open breaker or a full queue, cost nothing
  *   and are free), or a tide_group_retry. Retries may add at most
  *   options.retry_ratio of the requests (acquires and try_acquires lent)
- *   over the last options.retry_window, plus options.retry_floor a
- *   second whatever the ratio, so a quiet group can still retry (Envoy's
- *   retry budget, Finagle's RetryBudget). Past it, an acquire gets the
+ *   over the last options.retry_window, plus a reserve of
+ *   options.retry_floor a second over that window whatever the ratio,
+ *   so a quiet group can still retry, and one just made can retry the
+ *   burst of its first failures (Envoy's retry budget, Finagle's
+ *   RetryBudget and its minRetriesPerSec). Past it, an acquire gets the
  *   failure it had, with its upstream's cause and a note in the message,
  *   and tide_group_retry answers TIDE_EUNAVAILABLE: in a brown-out,
  *   retries that would each meet another failing upstream would multiply
@@ -148,8 +154,9 @@ struct tide_group_options {
     int64_t slow_start;   /* the ramp from 10% to 100%; preset 30 s */
     double retry_ratio;   /* retries per request at most, over the
                              window; preset 0.2; at most 1 */
-    int64_t retry_floor;  /* retries a second allowed whatever the ratio;
-                             preset 3 */
+    int64_t retry_floor;  /* retries a second allowed whatever the ratio,
+                             over the window (a reserve of floor x
+                             window, in a burst if need be); preset 3 */
     int64_t retry_window; /* the budget's sliding window; preset 10 s */
     double panic;         /* the share of upstreams held off past which
                              the group spreads over all; preset 0.5; 1:
@@ -247,7 +254,10 @@ TIDE_API int tide_group_acquire(struct tide_group *g, int64_t timeout,
  * (give it back with tide_group_release or tide_group_discard), or
  * TIDE_EWOULDBLOCK (then acquire, which waits, makes, moves on and knows
  * the cause of a refusal), TIDE_ECLOSED (closing, or no upstream),
- * TIDE_EINVAL. It never makes, probes an open breaker or moves on. */
+ * TIDE_EINVAL. It never makes, probes an open breaker or moves on; while
+ * a probe of an open breaker is due it answers TIDE_EWOULDBLOCK, so the
+ * acquire that follows carries the probe (an upstream back from an
+ * outage would otherwise wait until the fast path missed by chance). */
 TIDE_API int tide_group_try_acquire(struct tide_group *g,
                                     struct tide_group_upstream **u,
                                     void **resource);
@@ -264,6 +274,22 @@ TIDE_API int tide_group_retry(struct tide_group *g,
                               struct tide_group_upstream *failed,
                               int64_t timeout, tide_group_acquire_cb cb,
                               void *arg, struct tide_group_acquire **handle);
+
+/* A retry, as tide_group_retry, of a request that failed on each of the n
+ * upstreams in failed[] (in the order it met them; the last one's failure
+ * is the one retried, and counts in its route's failures): none of them is
+ * tried while another upstream can be, so a request that met two failing
+ * upstreams is not sent back to the first (with tide_group_retry naming
+ * the last alone, half of a group in a brown-out would be met again one
+ * retry in three). When every upstream is among them, any may be tried.
+ * The entries are compared with the group's upstreams, never read: one
+ * removed and drained since may be named. n 0 is tide_group_retry with
+ * NULL; TIDE_EINVAL for failed NULL with n > 0. */
+TIDE_API int tide_group_retry_avoid(struct tide_group *g,
+                                    struct tide_group_upstream *const *failed,
+                                    size_t n, int64_t timeout,
+                                    tide_group_acquire_cb cb, void *arg,
+                                    struct tide_group_acquire **handle);
 
 /* Cancels a pending acquire. After it returns the callback never runs,
  * unless notify: then it runs once, from the loop, with TIDE_ECANCELLED. */
@@ -356,7 +382,7 @@ struct tide_group_budget {
     uint64_t requests; /* requests in the budget's window */
     uint64_t retries;  /* retries spent in the window */
     uint64_t allowed;  /* retries the window allows: ratio x requests,
-                          plus what the floor has left this second */
+                          plus the floor's reserve (floor x window) */
     uint64_t spent;    /* retries spent, all time */
     uint64_t refused;  /* retries refused by the budget, all time */
     bool panic;        /* more than options.panic held off: spreading over

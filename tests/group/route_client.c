@@ -16,15 +16,18 @@
  * factory, each with an adaptive breaker over 10 s. An answer 5xx, or a
  * connection that fails mid-exchange, is the upstream's failure: the
  * connection is discarded (its breaker hears it) and the request goes
- * again with tide_group_retry, at most twice, while the retry budget
- * allows; past it the client counts the error.
+ * again with tide_group_retry_avoid (none of the upstreams it failed on),
+ * at most twice, while the retry budget allows; past it the client counts
+ * the error.
  *
  * Prints, as `key value` lines: requests (answered to clients), ok,
  * errors, wrong (a response that was not the client's own: must be 0),
  * attempts (requests sent to origins), p50_ms, p99_ms, max_ms, then per
  * origin `share PORT FRACTION` of the attempts, and each second
  * `tick SECOND PORT:N ...` (attempts that second), and the group's budget
- * (retries spent, refused). */
+ * (retries spent, refused), and the errors by cause (`errors_tries`,
+ * `errors_budget`, `errors_acquire`, `errors_status`, `errors_broken`,
+ * `errors_other`). */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -57,6 +60,9 @@ struct client {
     uint64_t seq;
     int64_t started;
     int tries;
+    /* the upstreams this request failed on, which its retries avoid */
+    struct tide_group_upstream *failed_on[RETRIES_MAX + 1];
+    int n_failed;
     struct tide_group_upstream *u;
     struct bufferevent *bev;
     int origin; /* the one it was sent to, or -1 (via) */
@@ -74,6 +80,19 @@ static bool via;
 static int64_t t0, t_end;
 static bool stopping;
 static uint64_t requests, ok, errors, wrong, attempts;
+/* why the errors were errors, so one in thousands can be told apart */
+enum cause {
+    CAUSE_TRIES,   /* failed on every try (RETRIES_MAX + 1) */
+    CAUSE_BUDGET,  /* a retry the budget had no room for */
+    CAUSE_ACQUIRE, /* the group answered an acquire with an error */
+    CAUSE_STATUS,  /* via: the proxy answered 5xx */
+    CAUSE_BROKEN,  /* via: the connection to the proxy failed */
+    CAUSE_OTHER,   /* an answer not 200 below 500, or not the client's */
+    CAUSES
+};
+static const char *const cause_names[CAUSES] = {"tries",  "budget", "acquire",
+                                                "status", "broken", "other"};
+static uint64_t causes[CAUSES];
 static char first_error[256];
 static uint32_t *samples; /* latencies, us */
 static size_t n_samples;
@@ -125,17 +144,30 @@ static void finish(struct client *c, bool good)
     next_request(c);
 }
 
+/* The request failed for good, for this cause. */
+static void fail(struct client *c, enum cause why)
+{
+    causes[why]++;
+    finish(c, false);
+}
+
 /* The exchange failed on its upstream (a 5xx, a broken connection): the
  * request goes again elsewhere while tries and the budget allow. */
-static void failed(struct client *c, struct tide_group_upstream *u)
+static void failed(struct client *c, struct tide_group_upstream *u, bool broken)
 {
-    if (via || c->tries > RETRIES_MAX) {
-        finish(c, false);
+    if (via) {
+        fail(c, broken ? CAUSE_BROKEN : CAUSE_STATUS);
         return;
     }
-    int rc = tide_group_retry(group, u, 0, on_acquired, c, NULL);
+    if (c->tries > RETRIES_MAX) {
+        fail(c, CAUSE_TRIES);
+        return;
+    }
+    c->failed_on[c->n_failed++] = u;
+    int rc = tide_group_retry_avoid(group, c->failed_on, (size_t)c->n_failed, 0,
+                                    on_acquired, c, NULL);
     if (rc != 0)
-        finish(c, false);
+        fail(c, rc == TIDE_EUNAVAILABLE ? CAUSE_BUDGET : CAUSE_ACQUIRE);
 }
 
 static void give_back(struct client *c, bool fine)
@@ -183,17 +215,23 @@ static void on_read(struct bufferevent *bev, void *arg)
     bool mine = body > wl && memcmp(data + head + body - wl, want, wl) == 0;
     if (!via && mine && atoi(data + head) != origins[c->origin].port)
         mine = false;
+    if (status >= 500 && via && !first_error[0]) /* the proxy says why */
+        snprintf(first_error, sizeof first_error, "%d: %.*s", status,
+                 (int)(body < 200 ? body : 200), data + head);
     evbuffer_drain(in, head + body);
     if (status >= 500) {
         struct tide_group_upstream *u = c->u;
         give_back(c, false);
-        failed(c, u);
+        failed(c, u, false);
         return;
     }
     if (!mine)
         wrong++;
     give_back(c, true);
-    finish(c, status == 200 && mine);
+    if (status == 200 && mine)
+        finish(c, true);
+    else
+        fail(c, CAUSE_OTHER);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -203,7 +241,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     struct client *c = arg;
     struct tide_group_upstream *u = c->u;
     give_back(c, false);
-    failed(c, u);
+    failed(c, u, true);
 }
 
 static void send_request(struct client *c)
@@ -232,7 +270,7 @@ static void on_acquired(struct tide_group *g, int status,
         if (!first_error[0])
             snprintf(first_error, sizeof first_error, "%s: %s",
                      tide_err_name(status), why->message);
-        finish(c, false);
+        fail(c, CAUSE_ACQUIRE);
         return;
     }
     c->u = u;
@@ -248,10 +286,11 @@ static void next_request(struct client *c)
     }
     c->seq++;
     c->tries = 0;
+    c->n_failed = 0;
     c->started = now_ns();
     snprintf(c->path, sizeof c->path, "/c%d/%" PRIu64, c->id, c->seq);
     if (tide_group_acquire(group, 0, on_acquired, c, NULL) != 0)
-        finish(c, false);
+        fail(c, CAUSE_ACQUIRE);
 }
 
 static void on_end(evutil_socket_t fd, short what, void *arg)
@@ -358,6 +397,8 @@ int main(int argc, char **argv)
         printf("first_error %s\n", first_error);
     printf("retries_spent %" PRIu64 "\nretries_refused %" PRIu64 "\n", b.spent,
            b.refused);
+    for (int i = 0; i < CAUSES; i++)
+        printf("errors_%s %" PRIu64 "\n", cause_names[i], causes[i]);
     if (!via) {
         for (int i = 0; i < n_origins; i++)
             printf("share %d %.4f\n", origins[i].port,

@@ -395,11 +395,104 @@ START_TEST(slow_start_follows_an_outage)
 }
 END_TEST
 
+/* Steps of 1 ms with no new loan, until the loans out have ended, each
+ * at its own time (drain_loans ends them all at once, late). */
+static void quiet(int ms)
+{
+    for (int t = 0; t < ms; t++) {
+        now_ns += TIDE_MS(1);
+        settle();
+    }
+}
+
+/* An upstream slow before an outage, back fast: a pick judges it cold
+ * (the others' mean, the slow start's 10%) from the moment it is let
+ * through again, not by its average from before (which at a 10 s decay
+ * would keep it out for seconds), nor from its first loan. */
+START_TEST(
+    an_upstream_back_from_an_outage_is_judged_cold_not_by_its_old_average)
+{
+    new_group((struct tide_group_options){.slow_start = TIDE_SEC(10),
+                                          .decay = TIDE_SEC(10)});
+    struct tide_evpool_options o = *pool_options();
+    o.ward.breaker = &(struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .cooldown = TIDE_SEC(60)};
+    for (int i = 0; i < 4; i++)
+        add(i, false, &o);
+    const int64_t hold[4] = {TIDE_MS(4), TIDE_MS(4), TIDE_MS(4), TIDE_MS(4)};
+    const int64_t slow[4] = {TIDE_MS(40), TIDE_MS(4), TIDE_MS(4), TIDE_MS(4)};
+    traffic(1000, hold, NULL);
+    traffic(1000, slow, NULL);
+    quiet(50);
+    ck_assert_int_eq(n_loans, 0);
+    ck_assert_int_ge(route(0).latency, TIDE_MS(35));
+    struct tide_breaker *b =
+        tide_evpool_breaker(tide_group_upstream_pool(ups[0].u));
+    tide_breaker_deactivate(b, real_now());
+    int out[4] = {0};
+    traffic(1500, hold, out);
+    ck_assert_int_eq(out[0], 0);
+    ck_assert(route(0).held);
+    /* still well above the others' 4 ms, decayed by e^-0.15 */
+    ck_assert_int_ge(route(0).latency, TIDE_MS(30));
+    tide_breaker_activate(b, real_now());
+    traffic(1, hold, NULL);
+    struct tide_group_route r0 = route(0);
+    ck_assert(!r0.held);
+    ck_assert(r0.weight < 0.15);
+    ck_assert_int_ge(r0.latency, TIDE_MS(3));
+    ck_assert_int_le(r0.latency, TIDE_MS(5));
+    /* the first 2 s: weight 10% to 28% of a fair 25% */
+    int early[4] = {0};
+    traffic(2000, hold, early);
+    ck_assert_int_ge(early[0], 2000 * 25 / 100 * 4 / 100);
+    ck_assert_int_le(early[0], 2000 * 25 / 100 * 35 / 100);
+}
+END_TEST
+
+/* A caller that takes the fast path first (the proxy) still sends the
+ * probe of an open breaker once it is due: try_acquire leaves it to the
+ * acquire, which carries it, though idle resources wait elsewhere. */
+START_TEST(a_due_probe_is_not_starved_by_try_acquire)
+{
+    struct tide_evpool_options o = *pool_options();
+    o.ward.breaker = &(struct tide_breaker_options){
+        .policy = TIDE_BREAKER_STRIKES, .cooldown = TIDE_MS(30)};
+    for (int i = 0; i < 4; i++)
+        add(i, false, &o);
+    const int64_t hold[4] = {TIDE_MS(4), TIDE_MS(4), TIDE_MS(4), TIDE_MS(4)};
+    traffic(200, hold, NULL);
+    drain_loans();
+    struct tide_breaker *b =
+        tide_evpool_breaker(tide_group_upstream_pool(ups[0].u));
+    tide_breaker_deactivate(b, real_now());
+    struct tide_group_upstream *u;
+    void *r;
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), 0);
+    ck_assert_ptr_ne(u, ups[0].u);
+    ck_assert_int_eq(tide_group_release(group, u, r), 0);
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), TIDE_EWOULDBLOCK);
+    struct ans a = {0};
+    ck_assert_int_eq(tide_group_acquire(group, 0, on_answer, &a, NULL), 0);
+    await(&a);
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_ptr_eq(a.u, ups[0].u);
+    ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    ck_assert_int_eq(route(0).breaker, TIDE_BREAKER_ACTIVE);
+    ck_assert_int_eq(tide_group_try_acquire(group, &u, &r), 0);
+    ck_assert_int_eq(tide_group_release(group, u, r), 0);
+}
+END_TEST
+
 /* ---- the retry budget ---- */
 
 START_TEST(retries_are_bounded_by_the_budget)
 {
-    new_group((struct tide_group_options){.retry_floor = 1});
+    /* a window of a second: the floor's reserve is 1 */
+    new_group((struct tide_group_options){.retry_floor = 1,
+                                          .retry_window = TIDE_SEC(1)});
     for (int i = 0; i < 2; i++)
         add(i, false, NULL);
     for (int k = 0; k < 10; k++) {
@@ -429,8 +522,8 @@ START_TEST(retries_are_bounded_by_the_budget)
     ck_assert_uint_eq(b.spent, 3);
     ck_assert_uint_eq(b.refused, 1);
     ck_assert_uint_eq(route(0).failures, 3);
-    /* the floor's second passes, the window's ten: room again */
-    now_ns += TIDE_SEC(11);
+    /* the window passes: room again */
+    now_ns += TIDE_SEC(2);
     tide_group_budget(group, &b);
     ck_assert_uint_eq(b.requests, 0);
     ck_assert_uint_eq(b.allowed, 1);
@@ -441,11 +534,85 @@ START_TEST(retries_are_bounded_by_the_budget)
 }
 END_TEST
 
+/* A group just made has few requests in its window: the floor's reserve
+ * (3 a second over the 10 s window) lets the burst of its first failures
+ * retry at once, as a brown-out met by eight new callers gives, where a
+ * quota of 3 in any second refused the fourth. */
+START_TEST(a_group_just_made_can_retry_a_burst)
+{
+    for (int i = 0; i < 4; i++)
+        add(i, false, NULL);
+    for (int k = 0; k < 8; k++)
+        lend(0);
+    settle();
+    struct tide_group_budget b;
+    tide_group_budget(group, &b);
+    ck_assert_uint_eq(b.requests, 8);
+    ck_assert_uint_eq(b.allowed, 30 + 1); /* the reserve, and 20% of 8 */
+    for (int k = 0; k < 31; k++) {
+        struct ans a = {0};
+        ck_assert_int_eq(
+            tide_group_retry(group, ups[k % 4].u, 0, on_answer, &a, NULL), 0);
+        await(&a);
+        ck_assert_int_eq(a.status, 0);
+        ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    }
+    struct ans a = {0};
+    ck_assert_int_eq(tide_group_retry(group, ups[0].u, 0, on_answer, &a, NULL),
+                     TIDE_EUNAVAILABLE);
+}
+END_TEST
+
+/* A request that met two failing upstreams goes to neither again: naming
+ * the last alone, it would go back to the first one retry in three. */
+START_TEST(a_retry_avoids_every_upstream_the_request_failed_on)
+{
+    new_group(
+        (struct tide_group_options){.retry_ratio = 1, .retry_floor = 100});
+    for (int i = 0; i < 4; i++)
+        add(i, false, NULL);
+    for (int k = 0; k < 100; k++) {
+        lend(0);
+        settle();
+    }
+    struct tide_group_upstream *failed[4] = {ups[0].u, ups[1].u, ups[2].u,
+                                             ups[3].u};
+    int got[4] = {0};
+    for (int k = 0; k < 60; k++) {
+        struct ans a = {0};
+        ck_assert_int_eq(
+            tide_group_retry_avoid(group, failed, 2, 0, on_answer, &a, NULL),
+            0);
+        await(&a);
+        ck_assert_int_eq(a.status, 0);
+        got[index_of(a.u)]++;
+        ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    }
+    ck_assert_int_eq(got[0] + got[1], 0);
+    ck_assert_int_gt(got[2], 0);
+    ck_assert_int_gt(got[3], 0);
+    /* the last one met is the one the retry is for */
+    ck_assert_uint_eq(route(1).failures, 60);
+    ck_assert_uint_eq(route(0).failures, 0);
+    /* all of them named: any may serve */
+    struct ans a = {0};
+    ck_assert_int_eq(
+        tide_group_retry_avoid(group, failed, 4, 0, on_answer, &a, NULL), 0);
+    await(&a);
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_int_eq(tide_group_release(group, a.u, a.r), 0);
+    ck_assert_int_eq(
+        tide_group_retry_avoid(group, NULL, 1, 0, on_answer, &a, NULL),
+        TIDE_EINVAL);
+}
+END_TEST
+
 START_TEST(a_failover_past_the_budget_gets_the_failure_and_its_cause)
 {
     /* three failing, one serving: an acquire landing on a failing one
      * moves on (a retry) while the budget allows */
-    new_group((struct tide_group_options){.retry_floor = 1, .seed = 5});
+    new_group((struct tide_group_options){
+        .retry_floor = 1, .retry_window = TIDE_SEC(1), .seed = 5});
     for (int i = 0; i < 3; i++)
         add(i, true, NULL);
     add(3, false, NULL);
@@ -573,7 +740,13 @@ static Suite *route_suite(void)
     tcase_add_test(tc, a_loan_s_duration_is_timed_on_the_group_s_clock);
     tcase_add_test(tc, slow_start_ramps_an_upstream_added_at_run_time);
     tcase_add_test(tc, slow_start_follows_an_outage);
+    tcase_add_test(
+        tc,
+        an_upstream_back_from_an_outage_is_judged_cold_not_by_its_old_average);
     tcase_add_test(tc, retries_are_bounded_by_the_budget);
+    tcase_add_test(tc, a_group_just_made_can_retry_a_burst);
+    tcase_add_test(tc, a_retry_avoids_every_upstream_the_request_failed_on);
+    tcase_add_test(tc, a_due_probe_is_not_starved_by_try_acquire);
     tcase_add_test(tc,
                    a_failover_past_the_budget_gets_the_failure_and_its_cause);
     tcase_add_test(tc, a_panic_spreads_over_all);

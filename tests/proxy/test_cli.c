@@ -185,10 +185,10 @@ START_TEST(help_lists_the_ward_options)
 {
     struct tide_test_prog_run r = RUN("--help");
     EXPECT(r, 0, "");
-    const char *words[] = {"--breaker-strikes", "--breaker-cooldown",
-                           "--no-breaker",      "--backoff-base",
-                           "--backoff-cap",     "--no-backoff",
-                           "--max-body"};
+    const char *words[] = {
+        "--breaker-strikes", "--breaker-cooldown", "--no-breaker",
+        "--backoff-base",    "--backoff-cap",      "--no-backoff",
+        "--max-body",        "--slow-start",       "--retry-503"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         ck_assert_msg(strstr(r.out, words[i]), "no %s in:\n%s", words[i],
                       r.out);

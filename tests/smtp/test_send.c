@@ -134,7 +134,8 @@ END_TEST
 
 /* The session dies at the second message's MAIL FROM: nothing was
  * delivered, so the message goes again on a new session and arrives once;
- * with a 421 first as without. */
+ * with a 421 first as without. Without one the pool takes the session
+ * for stale (tide_evpool_stale). */
 static void session_dying_at_mail(bool with_421)
 {
     server_up(&(struct smtp_server_opts){.drop_mail = 2, .drop_421 = with_421});
@@ -157,6 +158,9 @@ static void session_dying_at_mail(bool with_421)
     struct tide_smtp_stats st = sender_end(s);
     ck_assert_uint_eq(st.retried, 1);
     ck_assert_uint_eq(st.failed, 0);
+    /* closed before a byte of MAIL's reply, on a session that had served:
+     * stale, nothing the breaker hears; a 421 is the server's answer */
+    ck_assert_uint_eq(st.pool.stale_loans, with_421 ? 0 : 1);
 }
 
 START_TEST(session_closed_at_mail_from_is_sent_again_once)
