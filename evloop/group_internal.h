@@ -60,7 +60,9 @@ struct route {
     int64_t held_last; /* ... and last here */
     bool was_open;     /* its breaker was open in this spell */
     bool ramped;       /* its slow start began since it was last held */
-    struct loan_stamp *loans; /* loans out, in no order */
+    /* loans out, in the order they were lent: [loans_head, n_loans) */
+    struct loan_stamp *loans;
+    size_t loans_head;
     size_t n_loans;
     size_t loans_capacity;
     struct ring lent;  /* a: loans lent */

@@ -4,6 +4,7 @@
  * lent, loans timed) for the stats. Loans are timed from their answer to
  * their end: the group sees both, whatever the protocol. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "group_internal.h"
 
@@ -236,6 +237,13 @@ void tide__route_lent(struct tide_group_upstream *u, void *resource,
     }
     tide__ring_add(&r->lent, now, 1, 0);
     tide__ring_add(&u->group->lent, now, 1, 0);
+    if (r->n_loans == r->loans_capacity && r->loans_head > 0) {
+        /* the room the oldest ones left at the front, used again */
+        r->n_loans -= r->loans_head;
+        memmove(r->loans, r->loans + r->loans_head,
+                r->n_loans * sizeof *r->loans);
+        r->loans_head = 0;
+    }
     if (r->n_loans == r->loans_capacity) {
         size_t cap = r->loans_capacity ? 2 * r->loans_capacity : 8;
         struct loan_stamp *l = realloc(r->loans, cap * sizeof *l);
@@ -252,18 +260,34 @@ void tide__route_ended(struct tide_group_upstream *u, void *resource,
 {
     struct route *r = &u->route;
     /* the oldest loan of it: a resource lent to several at once answers
-     * them in order (Redis), or no order the group can know (HTTP/2) */
-    size_t found = r->n_loans;
-    for (size_t i = 0; i < r->n_loans; i++) {
-        if (r->loans[i].resource != resource)
-            continue;
-        if (found == r->n_loans || r->loans[i].at < r->loans[found].at)
-            found = i;
-    }
+     * them in order (Redis), or no order the group can know (HTTP/2).
+     * Loans are kept in the order they were lent, so that is the first of
+     * it: the front one when one connection carries them all (HTTP/2,
+     * Redis), found at once instead of after a look at every loan out
+     * (a resource's 200 streams cost 200 compares an end) */
+    size_t found = r->loans_head;
+    while (found < r->n_loans && r->loans[found].resource != resource)
+        found++;
     if (found == r->n_loans)
         return;
     int64_t at = r->loans[found].at;
-    r->loans[found] = r->loans[--r->n_loans];
+    if (found == r->loans_head) {
+        r->loans_head++;
+    } else {
+        /* the ones lent before it move up by one, or those after it down,
+         * whichever are fewer, so the order stays */
+        if (found - r->loans_head < r->n_loans - found - 1) {
+            memmove(r->loans + r->loans_head + 1, r->loans + r->loans_head,
+                    (found - r->loans_head) * sizeof *r->loans);
+            r->loans_head++;
+        } else {
+            memmove(r->loans + found, r->loans + found + 1,
+                    (r->n_loans - found - 1) * sizeof *r->loans);
+            r->n_loans--;
+        }
+    }
+    if (r->loans_head == r->n_loans)
+        r->loans_head = r->n_loans = 0;
     if (timed)
         sample(u, now, now - at);
 }

@@ -34,6 +34,7 @@
  * 502), those below finish. A connection that fails (EOF, reset, a
  * protocol error) is broken once for the pool and fails each stream. */
 #include "h2.h"
+#include "h2_mem.h"
 #include "proxy_internal.h"
 #include "target.h"
 
@@ -71,7 +72,13 @@ struct h2conn;
  * outlives its client's interest (a client that left, a stream reset
  * while its HEADERS still waited for room), until nghttp2 closes it. */
 struct h2stream {
-    struct client *c;      /* NULL once the client left it */
+    struct client *c; /* NULL once the client left it */
+    /* of the response's head (on_header): its Content-Length, the
+     * index of that field in c->resp_headers, and whether it announced
+     * trailers */
+    bool has_length;
+    size_t length_at;
+    bool trailer;
     struct h2stream *next; /* in the connection's streams */
     struct h2stream *prev;
 };
@@ -87,6 +94,32 @@ struct px_h2_upstream {
      * bufferevent's callbacks are cleared meanwhile, so the factory's
      * hooks find it here */
     struct h2conn *making;
+    /* the streams' silence timeout as a libevent common timeout (every
+     * stream's timer has the same length, so an add is an append to one
+     * queue, not a heap insert among all the timers): for stream_tv_for
+     * on stream_tv_base */
+    const struct timeval *stream_tv;
+    struct timeval stream_tv_for;
+    struct event_base *stream_tv_base;
+};
+
+/* Header fields for a HEADERS frame, laid out in one text (names and
+ * values by offset, as the text moves when it grows), then turned into
+ * nghttp2's list, which it copies. The connection keeps the storage from
+ * one request to the next: once grown, a request's head allocates nothing
+ * here. */
+struct field_at {
+    size_t name;
+    size_t namelen;
+    size_t value; /* the value runs to the next field's name */
+};
+
+struct fields {
+    struct px_buf text;
+    struct field_at *at;
+    nghttp2_nv *nv;
+    size_t n;
+    size_t cap;
 };
 
 struct h2conn {
@@ -100,7 +133,14 @@ struct h2conn {
     struct px_buf wbuf;   /* conn_pump's frames */
     struct event pump_ev; /* on_pump */
     bool pump_armed;
-    struct h2stream *streams;  /* streams nghttp2 has not closed yet */
+    /* a stream's body was taken (read_body) since pull_more last found no
+     * client to pull: only then are the streams looked through */
+    bool pull_due;
+    struct fields fields;     /* a HEADERS frame's, as it is made */
+    struct px_h2_mem mem;     /* the session's allocator's free blocks */
+    struct h2stream *streams; /* streams nghttp2 has not closed yet */
+    struct h2stream *seen;    /* stream_of's last, of id seen_id */
+    int32_t seen_id;
     struct h2conn *next_setup; /* in up->setting_up */
     struct h2conn *prev_setup;
     bool idle;         /* watched idle by the pool */
@@ -162,11 +202,14 @@ static void on_pull(evutil_socket_t fd, short what, void *arg)
 
 static void pull_more(struct h2conn *h)
 {
+    if (!h->pull_due)
+        return; /* the common case: no body went, no walk of the streams */
     for (struct h2stream *t = h->streams; t; t = t->next)
         if (t->c && t->c->h2_pull) {
             event_active(&h->pull, EV_TIMEOUT, 0);
             return;
         }
+    h->pull_due = false;
 }
 
 /* Leaves the session; false when the connection went meanwhile. */
@@ -258,6 +301,8 @@ static struct h2stream *stream_new(struct h2conn *h, struct client *c)
 /* nghttp2 closed the stream (or the session went). */
 static void stream_free(struct h2conn *h, struct h2stream *t)
 {
+    if (h->seen == t)
+        h->seen = NULL;
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -345,6 +390,12 @@ static void stream_failed(struct client *c, enum give how, bool retry,
         return;
     }
     bool cut = c->head_sent; /* refuse kills the client then */
+    if (cut) {
+        /* the head waits for the body's first bytes (on_frame_recv): a
+         * connection lost between the two closed the client with nothing
+         * of its response sent, where the head and then the cut go */
+        px__client_flush(c);
+    }
     px__exchange_refuse(c, why);
     if (!cut && c->state != C_DEAD)
         px__client_flush(c);
@@ -364,6 +415,7 @@ static void on_stream_timeout(evutil_socket_t fd, short what, void *arg)
     px__h2_give_back(c, GIVE_RELEASE); /* resets the stream */
     if (c->head_sent) {
         c->px->stats.aborted++;
+        px__client_flush(c); /* the head, if it waited for a body */
         px__client_kill(c);
     } else {
         c->px->stats.errors_504++;
@@ -380,65 +432,92 @@ static void on_stream_timeout(evutil_socket_t fd, short what, void *arg)
  * stream waits for its client (owed bytes) or for its request's body. */
 static void stream_timer(struct client *c)
 {
-    if (c->h2_owed > 0)
+    if (!c->h2)
+        return; /* the stream is gone: no silence to time */
+    if (c->h2_owed > 0) {
         event_del(&c->h2_timer);
-    else
-        event_add(&c->h2_timer, &c->px->response_tv);
+        return;
+    }
+    struct px_h2_upstream *up = c->h2->up;
+    const struct timeval *tv = &c->px->response_tv;
+    if (!up->stream_tv || up->stream_tv_base != c->px->base ||
+        up->stream_tv_for.tv_sec != tv->tv_sec ||
+        up->stream_tv_for.tv_usec != tv->tv_usec) {
+        up->stream_tv_for = *tv;
+        up->stream_tv_base = c->px->base;
+        up->stream_tv = event_base_init_common_timeout(c->px->base, tv);
+        if (!up->stream_tv)
+            up->stream_tv = &up->stream_tv_for; /* out of memory: a plain one */
+    }
+    event_add(&c->h2_timer, up->stream_tv);
 }
 
 /* ---- the request ---- */
 
-/* Appends s to b lowercased. */
-static void add_lower(struct px_buf *b, const char *s)
+static void fields_clear(struct fields *f)
 {
-    size_t n = strlen(s);
-    px_buf_reserve(b, n);
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        b->p[b->len + i] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
-    }
-    b->len += n;
+    px_buf_clear(&f->text);
+    f->n = 0;
 }
 
-/* Header fields laid out in one text as name NUL value NUL pairs, then
- * turned into nghttp2's list (which it copies). */
-struct fields {
-    struct px_buf text;
-    size_t n;
-};
+static void fields_dispose(struct fields *f)
+{
+    px_buf_dispose(&f->text);
+    free(f->at);
+    free(f->nv);
+    *f = (struct fields){0};
+}
+
+/* Starts a field named name (n bytes, lowercased when lower): its value
+ * is what is added to f->text until the next field starts. */
+static void field_name(struct fields *f, const char *name, size_t n, bool lower)
+{
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 16;
+        struct field_at *at = realloc(f->at, cap * sizeof *at);
+        nghttp2_nv *nv = at ? realloc(f->nv, cap * sizeof *nv) : NULL;
+        if (!nv)
+            abort(); /* a demo: out of memory ends it */
+        f->at = at;
+        f->nv = nv;
+        f->cap = cap;
+    }
+    struct px_buf *b = &f->text;
+    size_t off = b->len;
+    if (lower) {
+        px_buf_reserve(b, n);
+        for (size_t i = 0; i < n; i++) {
+            char ch = name[i];
+            b->p[b->len + i] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
+        }
+        b->len += n;
+    } else {
+        px_buf_add(b, name, n);
+    }
+    f->at[f->n++] =
+        (struct field_at){.name = off, .namelen = n, .value = b->len};
+}
 
 static void field_add(struct fields *f, const char *name, const char *value,
                       bool lower)
 {
-    if (lower)
-        add_lower(&f->text, name);
-    else
-        px_buf_adds(&f->text, name);
-    px_buf_add(&f->text, "", 1);
+    field_name(f, name, strlen(name), lower);
     px_buf_adds(&f->text, value);
-    px_buf_add(&f->text, "", 1);
-    f->n++;
 }
 
-/* nghttp2's view of f (f's text must not change while it is used). */
-static nghttp2_nv *fields_nv(const struct fields *f)
+/* nghttp2's view of f (valid until f changes). */
+static nghttp2_nv *fields_nv(struct fields *f)
 {
-    nghttp2_nv *nv = calloc(f->n ? f->n : 1, sizeof *nv);
-    if (!nv)
-        abort(); /* a demo: out of memory ends it */
     const char *p = f->text.p;
     for (size_t i = 0; i < f->n; i++) {
-        size_t nl = strlen(p);
-        const char *v = p + nl + 1;
-        size_t vl = strlen(v);
-        nv[i] = (nghttp2_nv){.name = (uint8_t *)p,
-                             .value = (uint8_t *)v,
-                             .namelen = nl,
-                             .valuelen = vl,
-                             .flags = NGHTTP2_NV_FLAG_NONE};
-        p = v + vl + 1;
+        size_t end = i + 1 < f->n ? f->at[i + 1].name : f->text.len;
+        f->nv[i] = (nghttp2_nv){.name = (uint8_t *)p + f->at[i].name,
+                                .value = (uint8_t *)p + f->at[i].value,
+                                .namelen = f->at[i].namelen,
+                                .valuelen = end - f->at[i].value,
+                                .flags = NGHTTP2_NV_FLAG_NONE};
     }
-    return nv;
+    return f->nv;
 }
 
 /* Whether a client field goes upstream: not those the proxy sets (Host,
@@ -459,22 +538,18 @@ static bool field_goes(const struct client *c, const char *name,
 static bool submit_trailers(struct client *c)
 {
     const struct headers *ts = &c->req_trailers;
-    struct fields f = {0};
+    struct fields *f = &c->h2->fields;
+    fields_clear(f);
     for (size_t i = 0; i < ts->n; i++) {
         const char *name = px__header_name(ts, i);
         const char *value = px__header_value(ts, i);
         if (field_goes(c, name, value) && strcasecmp(name, "te") != 0)
-            field_add(&f, name, value, true);
+            field_add(f, name, value, true);
     }
-    if (f.n == 0) {
-        px_buf_dispose(&f.text);
+    if (f->n == 0)
         return false;
-    }
-    nghttp2_nv *nv = fields_nv(&f);
-    int rc = nghttp2_submit_trailer(c->h2->s, c->h2_stream, nv, f.n);
-    free(nv);
-    px_buf_dispose(&f.text);
-    return rc == 0;
+    return nghttp2_submit_trailer(c->h2->s, c->h2_stream, fields_nv(f), f->n) ==
+           0;
 }
 
 /* nghttp2 asks for the next piece of a stream's request body: what came
@@ -486,7 +561,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
 {
     (void)s;
     (void)id;
-    (void)user;
+    struct h2conn *h = user;
     struct h2stream *t = source->ptr;
     struct client *c = t->c;
     if (!c)
@@ -497,6 +572,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
         memcpy(buf, px_buf_data(&c->h2_body), n);
         px_buf_consume(&c->h2_body, n);
         c->h2_pull = true; /* more of the body may be read */
+        h->pull_due = true;
     }
     /* whole: parsed to its end, and nothing of it still on its way here
      * (rq_body's piece goes on by body_flush after the parser returns) */
@@ -522,52 +598,56 @@ static int submit_request(struct client *c, struct h2conn *h,
     const char *url = px__client_url(c);
     struct px_target t;
     bool absolute = url && px__target_split(url, &t) == PX_TARGET_ABSOLUTE;
-    struct fields f = {0};
-    field_add(&f, ":method", http_method_str((enum http_method)c->method),
+    struct fields *f = &h->fields;
+    fields_clear(f);
+    field_add(f, ":method", http_method_str((enum http_method)c->method),
               false);
-    field_add(&f, ":scheme", h->up->tls ? "https" : "http", false);
-    char authority[512];
+    field_add(f, ":scheme", h->up->tls ? "https" : "http", false);
+    /* at most 511 bytes of it, and of :path URI_MAX + 1, as ever */
     const char *host = px__headers_get(hs, "host");
-    if (absolute)
-        snprintf(authority, sizeof authority, "%.*s", (int)t.authority_len,
-                 t.authority);
-    else
-        snprintf(authority, sizeof authority, "%s",
-                 host ? host : h->up->authority);
-    field_add(&f, ":authority", authority, false);
-    char path[URI_MAX + 2];
-    snprintf(path, sizeof path, "%s%s", absolute && t.path[0] != '/' ? "/" : "",
-             absolute ? t.path
-             : url    ? url
-                      : "/");
-    field_add(&f, ":path", path, false);
-    struct px_buf xff = {0};
+    const char *authority = absolute ? t.authority
+                            : host   ? host
+                                     : h->up->authority;
+    size_t authority_len = absolute ? t.authority_len : strlen(authority);
+    field_name(f, ":authority", 10, false);
+    px_buf_add(&f->text, authority, authority_len < 511 ? authority_len : 511);
+    const char *path = absolute ? t.path : url ? url : "/";
+    size_t path_len = strlen(path);
+    field_name(f, ":path", 5, false);
+    if (absolute && t.path[0] != '/') {
+        px_buf_add(&f->text, "/", 1);
+        if (path_len > URI_MAX)
+            path_len = URI_MAX;
+    } else if (path_len > URI_MAX + 1) {
+        path_len = URI_MAX + 1;
+    }
+    px_buf_add(&f->text, path, path_len);
+    bool xff = false;
     for (size_t i = 0; i < hs->n; i++) {
         const char *name = px__header_name(hs, i);
         const char *value = px__header_value(hs, i);
-        if (strcasecmp(name, "x-forwarded-for") == 0) {
-            px_buf_adds(&xff, value);
-            px_buf_add(&xff, ", ", 2);
-        } else if (field_goes(c, name, value)) {
-            field_add(&f, name, value, true);
+        if (strcasecmp(name, "x-forwarded-for") == 0)
+            xff = true;
+        else if (field_goes(c, name, value))
+            field_add(f, name, value, true);
+    }
+    /* the ones that came, in order, then the client's address */
+    field_name(f, "x-forwarded-for", 15, false);
+    for (size_t i = 0; xff && i < hs->n; i++)
+        if (strcasecmp(px__header_name(hs, i), "x-forwarded-for") == 0) {
+            px_buf_adds(&f->text, px__header_value(hs, i));
+            px_buf_add(&f->text, ", ", 2);
         }
-    }
-    px_buf_adds(&xff, c->peer);
-    px_buf_add(&xff, "", 1);
-    field_add(&f, "x-forwarded-for", px_buf_data(&xff), false);
-    px_buf_dispose(&xff);
-    char len[24];
+    px_buf_adds(&f->text, c->peer);
     if (!c->req_chunked && c->req_length != ULLONG_MAX) {
-        snprintf(len, sizeof len, "%llu", (unsigned long long)c->req_length);
-        field_add(&f, "content-length", len, false);
+        field_name(f, "content-length", 14, false);
+        px__add_uint(&f->text, c->req_length);
     }
-    nghttp2_nv *nv = fields_nv(&f);
     nghttp2_data_provider body = {.source = {.ptr = stream},
                                   .read_callback = read_body};
-    int32_t id = nghttp2_submit_request(
-        h->s, NULL, nv, f.n, px__request_has_body(c) ? &body : NULL, stream);
-    free(nv);
-    px_buf_dispose(&f.text);
+    int32_t id =
+        nghttp2_submit_request(h->s, NULL, fields_nv(f), f->n,
+                               px__request_has_body(c) ? &body : NULL, stream);
     return id;
 }
 
@@ -686,10 +766,11 @@ static bool no_body_status(unsigned s)
 static void response_head(struct client *c)
 {
     const struct headers *hs = &c->resp_headers;
+    const struct h2stream *t = c->h2s;
     unsigned status = c->h2_status;
     bool no_body = c->method == HTTP_HEAD || no_body_status(status);
-    const char *cl = px__headers_get(hs, "content-length");
-    bool trailers = px__headers_get(hs, "trailer") != NULL;
+    const char *cl = t->has_length ? px__header_value(hs, t->length_at) : NULL;
+    bool trailers = t->trailer;
     struct px_buf *out = px__client_out(c);
     const char *reason = http_status_str((enum http_status)status);
     px_buf_add(out, "HTTP/1.1 ", 9);
@@ -697,11 +778,11 @@ static void response_head(struct client *c)
     px_buf_add(out, " ", 1);
     px_buf_adds(out, strcmp(reason, "<unknown>") == 0 ? "" : reason);
     px_buf_add(out, "\r\n", 2);
-    for (size_t i = 0; i < hs->n; i++) {
-        const char *name = px__header_name(hs, i);
-        if (!px__hop_by_hop(NULL, name))
-            px__add_header(out, name, px__header_value(hs, i));
-    }
+    /* on_header kept no hop-by-hop field but the length */
+    for (size_t i = 0; i < hs->n; i++)
+        if (!t->has_length || i != t->length_at)
+            px__add_header(out, px__header_name(hs, i),
+                           px__header_value(hs, i));
     bool http11 = c->req_minor >= 1 || c->req_parser.http_major > 1;
     if (no_body) {
         if (cl && status != 204)
@@ -747,25 +828,76 @@ static void response_done(struct client *c)
         px__client_flush(c);
 }
 
-static struct client *stream_client(nghttp2_session *s, int32_t id)
+/* The stream id names: the last one looked up is kept, as a response's
+ * callbacks (its head's every field, its DATA, its end) come one after
+ * another for the same stream. */
+static struct h2stream *stream_of(struct h2conn *h, int32_t id)
 {
-    struct h2stream *t =
-        id > 0 ? nghttp2_session_get_stream_user_data(s, id) : NULL;
+    if (id <= 0)
+        return NULL;
+    if (h->seen && h->seen_id == id)
+        return h->seen;
+    h->seen = nghttp2_session_get_stream_user_data(h->s, id);
+    h->seen_id = id;
+    return h->seen;
+}
+
+static struct client *stream_client(struct h2conn *h, int32_t id)
+{
+    struct h2stream *t = stream_of(h, id);
     return t ? t->c : NULL;
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
                             void *user)
 {
-    (void)user;
-    struct client *c = stream_client(s, frame->hd.stream_id);
+    (void)s;
+    struct client *c = stream_client(user, frame->hd.stream_id);
     if (!c || frame->hd.type != NGHTTP2_HEADERS)
         return 0;
     c->any_byte = true;
     /* a second block after the final head: the trailers */
     px__headers_clear(&c->resp_headers);
     c->h2_trailers = c->head_sent;
+    c->h2s->has_length = false;
+    c->h2s->trailer = false;
     return 0;
+}
+
+enum hop { HOP_NOT, HOP, HOP_LENGTH, HOP_TRAILER };
+
+/* Which of px__hop_by_hop's fields (with no Connection header: HTTP/2
+ * has none) a name of a response's head is, compared as bytes: nghttp2
+ * passes only lowercase names (it resets a stream whose response has an
+ * uppercase one). A look at the length first, as most names match
+ * none. */
+static enum hop hop_of(const uint8_t *n, size_t len)
+{
+    switch (len) {
+    case 2:
+        return memcmp(n, "te", 2) == 0 ? HOP : HOP_NOT;
+    case 7:
+        if (memcmp(n, "trailer", 7) == 0)
+            return HOP_TRAILER;
+        return memcmp(n, "upgrade", 7) == 0 ? HOP : HOP_NOT;
+    case 10:
+        return memcmp(n, "connection", 10) == 0 ||
+                       memcmp(n, "keep-alive", 10) == 0
+                   ? HOP
+                   : HOP_NOT;
+    case 14:
+        return memcmp(n, "content-length", 14) == 0 ? HOP_LENGTH : HOP_NOT;
+    case 17:
+        if (memcmp(n, "transfer-encoding", 17) == 0)
+            return HOP;
+        break;
+    default:
+        break;
+    }
+    /* proxy, proxy-connection, proxy-authenticate, ... */
+    return len >= 5 && memcmp(n, "proxy", 5) == 0 && (len == 5 || n[5] == '-')
+               ? HOP
+               : HOP_NOT;
 }
 
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
@@ -773,8 +905,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
                      size_t valuelen, uint8_t flags, void *user)
 {
     (void)flags;
-    (void)user;
-    struct client *c = stream_client(s, frame->hd.stream_id);
+    (void)s;
+    struct client *c = stream_client(user, frame->hd.stream_id);
     if (!c || frame->hd.type != NGHTTP2_HEADERS)
         return 0;
     if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
@@ -791,6 +923,23 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
     }
     if (namelen > 0 && name[0] == ':')
         return 0; /* nghttp2 checked the pseudo-fields */
+    if (!c->h2_trailers) {
+        /* the head's hop-by-hop fields go no further than here, but what
+         * response_head needs of them */
+        switch (hop_of(name, namelen)) {
+        case HOP:
+            return 0;
+        case HOP_TRAILER:
+            c->h2s->trailer = true;
+            return 0;
+        case HOP_LENGTH:
+            c->h2s->has_length = true;
+            c->h2s->length_at = c->resp_headers.n;
+            break;
+        case HOP_NOT:
+            break;
+        }
+    }
     px__headers_field(&c->resp_headers, (const char *)name, namelen);
     px__headers_value(&c->resp_headers, (const char *)value, valuelen);
     return 0;
@@ -801,7 +950,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id,
 {
     (void)flags;
     struct h2conn *h = user;
-    struct client *c = stream_client(s, id);
+    struct client *c = stream_client(h, id);
     if (!c || c->h2_no_body) {
         nghttp2_session_consume(s, id, len); /* for nobody */
         return 0;
@@ -816,13 +965,17 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id,
     } else {
         px_buf_add(out, (const char *)data, len);
     }
-    /* held against the stream's window until the client took them */
+    /* held against the stream's window until the client took them: the
+     * usual case at once, as the flush finds the client caught up
+     * (px__h2_caught_up: consumed, the timer set again) */
     c->h2_owed += len;
     px__client_flush(c);
-    if (px__client_queued(c) == 0 && c->h2_owed > 0) {
+    if (!c->h2 || c->h2_owed == 0)
+        return 0; /* the client went, or caught up */
+    if (px__client_queued(c) == 0) {
         nghttp2_session_consume(s, id, c->h2_owed);
         c->h2_owed = 0;
-    } else if (c->h2_owed > 0) {
+    } else {
         c->px->stats.paused++;
     }
     (void)h;
@@ -835,6 +988,7 @@ static void conn_tell_pool(struct h2conn *h);
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
                          void *user)
 {
+    (void)s;
     struct h2conn *h = user;
     switch (frame->hd.type) {
     case NGHTTP2_SETTINGS:
@@ -858,7 +1012,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
     default:
         return 0;
     }
-    struct client *c = stream_client(s, frame->hd.stream_id);
+    struct client *c = stream_client(user, frame->hd.stream_id);
     if (!c)
         return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && !c->head_sent && !c->h2_trailers) {
@@ -880,8 +1034,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
                            void *user)
 {
+    (void)s;
     struct h2conn *h = user;
-    struct h2stream *t = nghttp2_session_get_stream_user_data(s, id);
+    struct h2stream *t = stream_of(h, id);
     if (!t)
         return 0;
     struct client *c = t->c;
@@ -982,7 +1137,18 @@ static void on_read(struct bufferevent *bev, void *arg)
     if (len == 0 || h->broken)
         return;
     conn_enter(h);
-    ssize_t n = nghttp2_session_mem_recv(h->s, evbuffer_pullup(in, -1), len);
+    /* the input's pieces in turn, not pulled up into one first (a copy of
+     * every read that spans two of the evbuffer's chains): nghttp2 keeps a
+     * frame cut between them */
+    struct evbuffer_iovec v[8];
+    int k = evbuffer_peek(in, -1, NULL, v, 8);
+    if (k > 8) {
+        v[0] = (struct evbuffer_iovec){evbuffer_pullup(in, -1), len};
+        k = 1;
+    }
+    ssize_t n = 0;
+    for (int i = 0; i < k && n >= 0 && !h->destroy_due && !h->broken; i++)
+        n = nghttp2_session_mem_recv(h->s, v[i].iov_base, v[i].iov_len);
     if (!h->destroy_due)
         evbuffer_drain(in, len);
     if (n < 0 && !h->destroy_due) {
@@ -1081,6 +1247,7 @@ static void conn_free(struct h2conn *h)
     event_del(&h->pull);
     event_del(&h->pump_ev);
     px_buf_dispose(&h->wbuf);
+    fields_dispose(&h->fields);
     while (h->streams) {
         struct client *c = h->streams->c;
         if (c) {
@@ -1090,6 +1257,7 @@ static void conn_free(struct h2conn *h)
         stream_free(h, h->streams);
     }
     nghttp2_session_del(h->s);
+    px_h2_mem_dispose(&h->mem);
     struct px_h2_upstream *up = h->up;
     struct bufferevent *bev = h->bev;
     bool made = h->made;
@@ -1247,19 +1415,27 @@ static void h2_setup(struct tide_net_setup *setup, struct bufferevent *bev,
     nghttp2_option_set_no_auto_window_update(opt, 1);
     /* nothing above 1 stream before the server says how many */
     nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
-    int rc = nghttp2_session_client_new2(&h->s, cbs, h, opt);
+    nghttp2_mem mem;
+    px_h2_mem_init(&h->mem, &mem);
+    int rc = nghttp2_session_client_new3(&h->s, cbs, h, opt, &mem);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);
     if (rc != 0) {
+        px_h2_mem_dispose(&h->mem);
         free(h);
         tide_net_setup_failed(setup, TIDE_ENOMEM, nghttp2_strerror(rc));
         return;
     }
+    /* no HPACK dynamic table for the responses' fields: an origin that
+     * indexes every field it sends (nginx does, and never refers to one
+     * again) cost an insert and an eviction in it for each; a table of 0
+     * bytes stores none */
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
+        {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0},
     };
-    nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 2);
+    nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 3);
     nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0,
                                           H2_CONN_WINDOW);
     event_assign(&h->ping_timer, bufferevent_get_base(bev), -1, 0,
