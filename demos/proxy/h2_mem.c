@@ -1,7 +1,7 @@
 /* The allocator of one HTTP/2 connection's nghttp2 session: blocks of up
  * to 2 KiB by size class (64 << i bytes, a 16-byte header saying which)
  * kept on the connection's free lists once given back, at most
- * KEEP_MAX a class, so the session's next stream takes them again; larger
+ * keep_max a class, so the session's next stream takes them again; larger
  * ones straight from malloc. See h2_mem.h for why. */
 #include "h2_mem.h"
 
@@ -10,8 +10,21 @@
 #include <string.h>
 
 /* Blocks kept a class: a class holds what the streams in flight took of
- * it at their peak (a few for each of up to 256 streams) */
-#define KEEP_MAX 1024
+ * it at their peak (a few for each of up to 256 streams). Under
+ * AddressSanitizer none: a block on a free list is memory ASan takes for
+ * live, and a use of one after nghttp2 freed it would go unreported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEP_NONE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEP_NONE 1
+#endif
+#endif
+#ifdef KEEP_NONE
+static const size_t keep_max = 0;
+#else
+static const size_t keep_max = 1024;
+#endif
 /* the class of a block malloc gave for a size above the largest class */
 #define LARGE PX_H2_MEM_CLASSES
 
@@ -66,7 +79,7 @@ static void mem_free(void *ptr, void *user)
         return;
     union head *h = (union head *)ptr - 1;
     size_t cls = h->in_use.cls;
-    if (cls == LARGE || m->n[cls] >= KEEP_MAX) {
+    if (cls == LARGE || m->n[cls] + 1 > keep_max) {
         free(h);
         return;
     }
