@@ -36,7 +36,10 @@
  *     bursts' and the quiet spells' requests apart (p50b, p50q), with the
  *     bursts' share of the requests (burst_share): the two modes are far
  *     apart and a p50 over both falls on whichever holds more requests;
- *   errors: responses other than 200 and broken connections.
+ *   after_requests: those of the quiet spell after the wave;
+ *   errors: responses other than 200 and broken connections;
+ *   client_cpu_us: this program's own CPU, for the script's share of the
+ *     CPU that others took.
  * Figures, not assertions. */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -49,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -462,10 +466,15 @@ int main(int argc, char **argv)
     else
         printf(" waits2=- preconnects=- demand_retired=-");
     printf(" live_after=%ld after_s=%d p50=%.1f p99=%.1f p50b=%.1f p50q=%.1f "
-           "burst_share=%.3f logged2=%ld errors=%ld\n",
+           "burst_share=%.3f logged2=%ld after_requests=%ld errors=%ld",
            live_after, after, percentile(&r, -1, 50, NULL),
            percentile(&r, -1, 99, NULL), p50b, p50q,
-           (double)nb / (double)(nb + nq), total2, r.errors);
+           (double)nb / (double)(nb + nq), total2, r.after_requests, r.errors);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf(" client_cpu_us=%.0f",
+           (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec));
     for (int i = 0; i < CALLERS; i++)
         bufferevent_free(r.callers[i].bev);
     event_base_free(r.base);

@@ -138,6 +138,28 @@ start_nginx origin "$ORIGIN" "
         }
     }"
 
+# ns of CPU a process has used, all its threads (the scheduler's figure)
+cpu_ns() {
+    cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'
+}
+
+# the one worker of the nginx whose master is PID (worker_processes 1)
+worker_of() {
+    w=$(ps -o pid= --ppid "$1" | awk 'NR == 1 { print $1 }')
+    [ -n "$w" ] || fail "no worker under nginx $1"
+    echo "$w"
+}
+
+# the busy time of CPU N so far, in ns (its /proc/stat line: all but idle
+# and iowait, in clock ticks)
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_busy_ns() {
+    awk -v c="cpu$1" -v hz="$HZ" '$1 == c {
+        printf "%.0f", ($2 + $3 + $4 + $7 + $8 + $9) * 1e9 / hz }' /proc/stat
+}
+PIN_CPU=$(($(nproc) - 1))
+ORIGIN_WORKER=$(worker_of "$STARTED")
+
 # the origin's established connections (each upstream connection once)
 origin_conns() {
     ss -Htn state established "( sport = :$ORIGIN )" | wc -l
@@ -205,7 +227,7 @@ EOF
     esac
 }
 
-VARIANTS="nginx haproxy tide-off tide-on"
+VARIANTS=${VARIANTS:-nginx haproxy tide-off tide-on}
 echo "demand_replay: $WAVES waves of 100 and 10 callers, 2 s each, then 10" \
     "for $AFTER s; origin nginx on 127.0.0.1:$ORIGIN; $PINNED; $(nproc) CPUs;" \
     "one run, in the order $VARIANTS"
@@ -221,11 +243,33 @@ for v in $VARIANTS; do
     pid=$STARTED
     stats=""
     case $v in tide-*) stats="--stats" ;; esac
+    busy=$pid
+    [ "$v" != nginx ] || busy=$(worker_of "$pid")
+    c0=$(cpu_ns "$busy")
+    o0=$(cpu_ns "$ORIGIN_WORKER")
+    b0=$(cpu_busy_ns "$PIN_CPU")
     # shellcheck disable=SC2086
     $CPU "$CLIENT" --target "$port" --origin "$ORIGIN" --tag "$v" \
         --waves "$WAVES" --after "$AFTER" --log "$DIR/origin.log" $stats \
         >"$DIR/$v.out" || fail "the replay through $v failed"
-    cat "$DIR/$v.out"
+    c1=$(cpu_ns "$busy")
+    o1=$(cpu_ns "$ORIGIN_WORKER")
+    b1=$(cpu_busy_ns "$PIN_CPU")
+    # the proxy's CPU over the whole replay, per request (the quiet
+    # spell's after the wave too)
+    awk -v c="$((c1 - c0))" '{ for (i = 1; i <= NF; i++)
+        if ($i ~ /^(requests|after_requests)=/) n += substr($i, index($i, "=") + 1) }
+        END { printf " cpu_us=%.2f\n", c / 1000 / n }' "$DIR/$v.out" \
+        >>"$DIR/$v.out"
+    # the share of the pinned CPU's busy time that was not the replay's
+    # (other programs on this shared machine): the noise in this row
+    awk -v b="$((b1 - b0))" -v p="$((c1 - c0))" -v o="$((o1 - o0))" '{
+        for (i = 1; i <= NF; i++)
+            if ($i ~ /^client_cpu_us=/) k = substr($i, 15) * 1000 }
+        END { x = (b - p - o - k) / b; printf " others=%.1f%%\n", 100 * (x < 0 ? 0 : x) }' \
+        "$DIR/$v.out" >>"$DIR/$v.out"
+    tr '\n' ' ' <"$DIR/$v.out"
+    echo
     stop "$pid"
 done
 
@@ -243,9 +287,10 @@ cols = [("requests", "requests"), ("new", "new"), ("per1k", "new/1k"),
         ("waits2", "waited 2nd+"), ("live_after", "live after"),
         ("p50", "p50 us"), ("p99", "p99 us"), ("p50b", "p50 burst"),
         ("p50q", "p50 quiet"), ("burst_share", "burst share"),
+        ("cpu_us", "proxy us/req"), ("others", "CPU others"),
         ("preconnects", "ahead"), ("demand_retired", "shrunk"),
         ("errors", "errors")]
-print("%-9s" % "variant" + "".join("%12s" % h[:12] for _, h in cols)
+print("%-9s" % "variant" + "".join(" %12s" % h[:12] for _, h in cols)
       + "%9s" % "p99/off")
 for n in names:
     r = rows[n]
@@ -254,7 +299,7 @@ for n in names:
         v = r[k]
         if k in ("firstreq2", "waits2") and v != "-":
             v = "%.2f%%" % (100 * float(v))
-        cells.append("%12s" % v)
+        cells.append(" %12s" % v)
     print("%-9s" % n + "".join(cells) + "%9.2f" % (float(r["p99"]) / off))
 EOF
 echo "goals (issue 27): new/1k <= 0.2; >= 99% served without waiting for a" \
