@@ -33,7 +33,6 @@ set -eu
 BUILD=${1:-build}
 WAVES=${2:-10}
 AFTER=${3:-30}
-HERE=$(cd "$(dirname "$0")" && pwd)
 PROXY=$BUILD/demos/proxy/tidepool-proxy
 CLIENT=$BUILD/bench/demand_replay
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
@@ -257,23 +256,24 @@ for v in $VARIANTS; do
     b1=$(cpu_busy_ns "$PIN_CPU")
     # the proxy's CPU over the whole replay, per request (the quiet
     # spell's after the wave too)
-    awk -v c="$((c1 - c0))" '{ for (i = 1; i <= NF; i++)
+    cpu=$(awk -v c="$((c1 - c0))" '{ for (i = 1; i <= NF; i++)
         if ($i ~ /^(requests|after_requests)=/) n += substr($i, index($i, "=") + 1) }
-        END { printf " cpu_us=%.2f\n", c / 1000 / n }' "$DIR/$v.out" \
-        >>"$DIR/$v.out"
+        END { printf " cpu_us=%.2f", c / 1000 / n }' "$DIR/$v.out")
     # the share of the pinned CPU's busy time that was not the replay's
     # (other programs on this shared machine): the noise in this row
-    awk -v b="$((b1 - b0))" -v p="$((c1 - c0))" -v o="$((o1 - o0))" '{
+    others=$(awk -v b="$((b1 - b0))" -v p="$((c1 - c0))" -v o="$((o1 - o0))" '{
         for (i = 1; i <= NF; i++)
             if ($i ~ /^client_cpu_us=/) k = substr($i, 15) * 1000 }
-        END { x = (b - p - o - k) / b; printf " others=%.1f%%\n", 100 * (x < 0 ? 0 : x) }' \
-        "$DIR/$v.out" >>"$DIR/$v.out"
+        END { x = (b - p - o - k) / b; printf " others=%.1f%%", 100 * (x < 0 ? 0 : x) }' \
+        "$DIR/$v.out")
+    echo "$cpu$others" >>"$DIR/$v.out"
     tr '\n' ' ' <"$DIR/$v.out"
     echo
     stop "$pid"
 done
 
 # key=value lines into the table
+# shellcheck disable=SC2086
 "$PYTHON" - "$DIR" $VARIANTS <<'EOF'
 import sys
 d, names = sys.argv[1], sys.argv[2:]
