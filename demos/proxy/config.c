@@ -61,6 +61,16 @@ void px_config_usage(FILE *f)
             "  --keep S                idle upstream connections kept; below "
             "the\n"
             "                          upstream's keep-alive timeout (60)\n"
+            "  --demand MS             keep the idle connections the peak "
+            "of the last MS\n"
+            "                          of load needs, close the rest "
+            "gradually (0: off)\n"
+            "  --retire PCT            with --demand: the most of the "
+            "excess closed each\n"
+            "                          eighth of the window (50)\n"
+            "  --preconnect PCT        open the next connection when PCT "
+            "%% of the live\n"
+            "                          ones are in use (0: off)\n"
             "  --health-interval MS    checks of idle h2c:// and h2:// "
             "connections: a PING\n"
             "                          answered within 5 s, else closed "
@@ -235,6 +245,9 @@ static const struct num_opt num_opts[] = {
     {"--response-timeout", 1, 3600000, TIDE_MS(1), OFF(response_timeout),
      false},
     {"--keep", 1, 86400, TIDE_SEC(1), OFF(keep), false},
+    {"--demand", 0, 86400000, TIDE_MS(1), OFF(demand), false},
+    {"--retire", 1, 100, 0, OFF(retire_pct), false},
+    {"--preconnect", 0, 100, 0, OFF(preconnect_pct), false},
     {"--health-interval", 1, 3600000, TIDE_MS(1), OFF(health_interval), false},
     {"--client-timeout", 1, 3600000, TIDE_MS(1), OFF(client_timeout), false},
     {"--drain-timeout", 0, 3600000, TIDE_MS(1), OFF(drain_timeout), false},
@@ -477,7 +490,9 @@ void px_config_pool_options(const struct px_config *c,
      * keep reconnects under load */
     *out = (struct tide_evpool_options){
         .limits = TIDE_LIMITS(.size = c->pool_size, .idle = c->pool_size,
-                              .keep = c->keep),
+                              .keep = c->keep, .demand = c->demand,
+                              .retire = (double)c->retire_pct / 100.0,
+                              .preconnect = (double)c->preconnect_pct / 100.0),
         .ward = {.breaker = c->breaker ? &c->breaker_opts : NULL,
                  .backoff = c->backoff ? &c->backoff_opts : &no_wait},
         .queue_max = 65536,

@@ -51,6 +51,11 @@ struct px_config {
     int64_t cap;              /* across the group; 0: none */
     int64_t acquire_timeout;  /* ns */
     int64_t keep;             /* ns an idle upstream connection is kept */
+    int64_t demand;           /* ns: the pool's demand window; 0: off */
+    int64_t retire_pct;       /* with demand: % of the excess closed a
+                                 period; 0: the pool's preset (50) */
+    int64_t preconnect_pct;   /* % of live connections in use at which the
+                                 next one is opened; 0: off */
     int64_t health_interval;  /* ns between checks of idle connections
                                  (h2: a PING); 0: the pool's preset */
     int64_t connect_timeout;  /* ns; 0: the TCP factory's preset */

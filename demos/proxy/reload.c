@@ -51,6 +51,9 @@ static const char read_at_start[] = "the proxy reads it when it starts";
 static const struct setting settings[] = {
     {"pool-size", FIELD(pool_size), POOLS, NULL},
     {"keep", FIELD(keep), POOLS, NULL},
+    {"demand", FIELD(demand), POOLS, NULL},
+    {"retire", FIELD(retire_pct), POOLS, NULL},
+    {"preconnect", FIELD(preconnect_pct), POOLS, NULL},
     {"health-interval", FIELD(health_interval), POOLS, NULL},
     {"connect-timeout", FIELD(connect_timeout), POOLS, NULL},
     {"no-breaker", FIELD(breaker), POOLS, NULL},

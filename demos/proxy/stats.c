@@ -27,6 +27,9 @@
     X(retired, PRIu64, uint64_t)                                               \
     X(abandoned, PRIu64, uint64_t)                                             \
     X(stale_loans, PRIu64, uint64_t)                                           \
+    X(preconnects, PRIu64, uint64_t)                                           \
+    X(demand_retired, PRIu64, uint64_t)                                        \
+    X(connect_waits, PRIu64, uint64_t)                                         \
     X(recent_p50, PRId64, int64_t)                                             \
     X(recent_p99, PRId64, int64_t)
 

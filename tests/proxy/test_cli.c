@@ -87,6 +87,11 @@ START_TEST(bad_numbers_are_refused_by_name)
     refused("--connect-timeout", "x");
     refused("--response-timeout", "-100");
     refused("--health-interval", "0");
+    refused("--demand", "-1");
+    refused("--retire", "0");
+    refused("--retire", "101");
+    refused("--preconnect", "101");
+    refused("--preconnect", "0.9");
     const char *bodies[] = {"0",     "-1",  "1.5m",
                             "k",     "12x", "2t",
                             "1025g", "4kk", "99999999999999999999"};
@@ -188,7 +193,8 @@ START_TEST(help_lists_the_ward_options)
     const char *words[] = {
         "--breaker-strikes", "--breaker-cooldown", "--no-breaker",
         "--backoff-base",    "--backoff-cap",      "--no-backoff",
-        "--max-body",        "--slow-start",       "--retry-503"};
+        "--max-body",        "--slow-start",       "--retry-503",
+        "--demand",          "--retire",           "--preconnect"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         ck_assert_msg(strstr(r.out, words[i]), "no %s in:\n%s", words[i],
                       r.out);

@@ -456,6 +456,46 @@ static struct tide_evpool_stats upstream_stats(int i)
     return st;
 }
 
+/* --preconnect and --demand reach the upstream's pool: one request at a
+ * time with --preconnect 50 has the pool open connections ahead of the
+ * next (one loan is half of two live: due until three are live), and with
+ * --demand 400 the idle ones beyond a quiet window's peak are closed a
+ * share at a time once the load stops, well before --keep (60 s). */
+START_TEST(the_demand_and_preconnect_options_reach_the_pool)
+{
+    int port = origin_start();
+    const char *extra[] = {"--preconnect", "50", "--demand", "400", NULL};
+    proxy_start_with(&port, 1, 8, extra);
+    struct seq_job j = {.port = proxy_port(), .n = 6};
+    run_client(sequential_gets, &j, 20000);
+    for (int i = 0; i < j.n; i++)
+        ck_assert_int_eq(j.statuses[i], 200);
+    struct tide_evpool_stats st = upstream_stats(0);
+    ck_assert_uint_ge(st.preconnects, 1);
+    ck_assert_int_eq(st.live, 3);
+    ck_assert_uint_eq(st.demand_retired, 0);
+    run_ms(1500);
+    st = upstream_stats(0);
+    ck_assert_uint_ge(st.demand_retired, 1);
+    ck_assert_int_lt(st.live, 3);
+}
+END_TEST
+
+/* Without them the pool opens one only for a caller and keeps it. */
+START_TEST(without_the_demand_options_the_pool_opens_none_ahead)
+{
+    int port = origin_start();
+    proxy_start(&port, 1, 8);
+    struct seq_job j = {.port = proxy_port(), .n = 6};
+    run_client(sequential_gets, &j, 20000);
+    run_ms(1500);
+    struct tide_evpool_stats st = upstream_stats(0);
+    ck_assert_uint_eq(st.preconnects, 0);
+    ck_assert_uint_eq(st.demand_retired, 0);
+    ck_assert_int_eq(st.live, 1);
+}
+END_TEST
+
 struct hammer_job {
     int port;
     int n;
@@ -1169,6 +1209,8 @@ static Suite *proxy_suite(void)
     tcase_add_test(tc,
                    an_upstream_silent_past_the_response_timeout_answers_504);
     tcase_add_test(tc, ten_thousand_requests_through_two_pools_of_four);
+    tcase_add_test(tc, the_demand_and_preconnect_options_reach_the_pool);
+    tcase_add_test(tc, without_the_demand_options_the_pool_opens_none_ahead);
     tcase_add_test(tc, the_stats_page_lists_every_upstream);
     tcase_add_test(tc, the_stats_page_is_its_exact_path_for_get_and_head);
     tcase_add_test(tc, an_http10_request_without_host_gets_the_upstreams);

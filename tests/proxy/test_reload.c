@@ -496,12 +496,13 @@ START_TEST(what_cannot_change_is_said_and_the_command_line_still_wins)
     int elsewhere = tide_test_free_port();
     conf_write("listen 127.0.0.1:%d\nupstream 127.0.0.1:%d\npool-size 4\n"
                "keep 30\ncap 5\nresponse-timeout 1000\n"
-               "drain-timeout 300\n",
+               "drain-timeout 300\ndemand 5000\npreconnect 90\n",
                elsewhere, origin_b.port);
     char line[1024], want[256];
     reload(1, line, sizeof line);
     snprintf(want, sizeof want,
-             "added %s; removed %s; changed keep, drain-timeout; ignored "
+             "added %s; removed %s; changed keep, demand, preconnect, "
+             "drain-timeout; ignored "
              "listen 127.0.0.1:%d (the listening socket stays on "
              "127.0.0.1:%d), cap (",
              up_a, up_a, elsewhere, proxy_at);

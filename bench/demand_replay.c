@@ -1,0 +1,484 @@
+/* The square wave of bench_demand as HTTP requests, for a proxy in front of
+ * an nginx origin: bench/demand_replay.sh runs it once through each of
+ * nginx, HAProxy and demos/proxy, all in front of one origin, and prints
+ * the rows side by side. This is the client and the counting; the script
+ * starts the servers.
+ *
+ *   demand_replay --target PORT --origin PORT --tag NAME [--waves N]
+ *                 [--after S] [--spell MS] [--log FILE] [--stats]
+ *
+ * The trace, as bench_demand's: callers in a closed loop (a request on the
+ * caller's own kept connection to the proxy, its whole response, again),
+ * 100 of them for --spell ms (2000) and 10 for as long by turns, --waves
+ * times (10), then 10 for --after seconds (30). The 100 client connections
+ * are opened and used once before the trace, so the proxy's accepts are
+ * not in it. Each request is GET /index.html?v=TAG&w=PHASE (PHASE 2k is
+ * wave k's burst, 2k+1 its quiet spell, 2 x waves the spell after), so
+ * the origin's access log (format "$arg_v $arg_w $connection_requests",
+ * --log) tells which requests came on a connection it had just accepted.
+ *
+ * It prints one line of figures, "key=value" separated by blanks:
+ *   requests, new, per1k: requests over the square wave, the origin's
+ *     accepts over it (its stub_status at /status, the status requests'
+ *     own connections taken out) and per 1,000 requests;
+ *   new2, per1k2: the same from the second burst on (the cold start out);
+ *   firstreq2: from the second burst on, the share of requests that were
+ *     the first on their upstream connection (--log): a proxy that
+ *     connects for a request (nginx, HAProxy) made that request wait for
+ *     the connect;
+ *   waits2: with --stats (demos/proxy), the pool's own count from the
+ *     second burst on: acquires that waited for a connect, over acquires
+ *     (a preconnected connection's first request did not wait);
+ *   live_after: established connections to the origin --after seconds
+ *     into the quiet load (from /proc/net/tcp and tcp6), against the 10
+ *     the quiet load has in flight;
+ *   p50, p99 (us): request latency over the square wave, and p50 of the
+ *     bursts' and the quiet spells' requests apart (p50b, p50q), with the
+ *     bursts' share of the requests (burst_share): the two modes are far
+ *     apart and a p50 over both falls on whichever holds more requests;
+ *   after_requests: those of the quiet spell after the wave;
+ *   errors: responses other than 200 and broken connections;
+ *   client_cpu_us: this program's own CPU, for the script's share of the
+ *     CPU that others took.
+ * Figures, not assertions. */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define CALLERS 100
+#define QUIET   10
+#define LAT_MAX (1 << 23)
+
+struct run;
+
+struct caller {
+    struct run *run;
+    struct bufferevent *bev;
+    int64_t started;
+    int phase; /* of the request in flight */
+    bool active;
+    bool busy;
+    bool broken;
+};
+
+/* Owns the base, the callers' connections and the latencies. */
+struct run {
+    struct event_base *base;
+    int target;
+    const char *tag;
+    int phase;
+    struct caller callers[CALLERS];
+    int64_t *lat; /* ns, one a request of the square wave */
+    int *lat_phase;
+    size_t n_lat;
+    long after_requests;
+    long errors;
+    int warm; /* connections that answered the warm-up request */
+};
+
+static void go(struct caller *c);
+
+/* Whole responses at the head of in: each one's status, or 0 when none is
+ * whole yet (Content-Length framing only: the origin serves a file). */
+static int take_response(struct evbuffer *in)
+{
+    struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+    if (end.pos < 0)
+        return 0;
+    size_t head = (size_t)end.pos + 4;
+    char *h = (char *)evbuffer_pullup(in, (ev_ssize_t)head);
+    int status = 0;
+    if (head < 12 || sscanf(h, "HTTP/1.%*d %d", &status) != 1)
+        return -1;
+    long length = -1;
+    for (char *p = h; p < h + head; p++) {
+        if (*p == '\n' && strncasecmp(p + 1, "content-length:", 15) == 0) {
+            length = strtol(p + 16, NULL, 10);
+            break;
+        }
+    }
+    if (length < 0)
+        return -1;
+    if (evbuffer_get_length(in) < head + (size_t)length)
+        return 0;
+    evbuffer_drain(in, head + (size_t)length);
+    return status;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct caller *c = arg;
+    struct run *r = c->run;
+    int status = take_response(bufferevent_get_input(bev));
+    if (status == 0)
+        return;
+    if (status != 200)
+        r->errors++;
+    c->busy = false;
+    if (c->phase < 0) {
+        r->warm++;
+    } else if (c->phase < 2 * 1000) {
+        if (r->n_lat < LAT_MAX) {
+            r->lat[r->n_lat] = bench_mono_ns() - c->started;
+            r->lat_phase[r->n_lat++] = c->phase;
+        }
+    } else {
+        r->after_requests++;
+    }
+    if (c->active)
+        go(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct caller *c = arg;
+    if (what & BEV_EVENT_CONNECTED)
+        return;
+    (void)bev;
+    c->run->errors++;
+    c->broken = true;
+    c->busy = false;
+}
+
+static void go(struct caller *c)
+{
+    struct run *r = c->run;
+    if (c->broken)
+        return;
+    c->busy = true;
+    c->phase = r->phase;
+    c->started = bench_mono_ns();
+    evbuffer_add_printf(bufferevent_get_output(c->bev),
+                        "GET /index.html?v=%s&w=%d HTTP/1.1\r\n"
+                        "Host: 127.0.0.1\r\n\r\n",
+                        r->tag, c->phase < 0 ? 9999 : c->phase);
+}
+
+static void set_active(struct run *r, int n)
+{
+    for (int i = 0; i < CALLERS; i++) {
+        struct caller *c = &r->callers[i];
+        c->active = i < n;
+        if (c->active && !c->busy)
+            go(c);
+    }
+}
+
+static void run_ms(struct run *r, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_base_loopexit(r->base, &tv);
+    event_base_dispatch(r->base);
+}
+
+/* ---- the origin's and the proxy's counters, over a connection apart ---- */
+
+/* GET path from 127.0.0.1:port with HTTP/1.0, the whole answer into buf
+ * (NUL-ended); false when it could not be had. Blocking: it runs between
+ * spells, a millisecond at most. */
+static bool fetch(int port, const char *path, char *buf, size_t n)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    char req[256];
+    int len = snprintf(req, sizeof req,
+                       "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    bool ok = write(fd, req, (size_t)len) == len;
+    size_t got = 0;
+    ssize_t k;
+    while (ok && got + 1 < n && (k = read(fd, buf + got, n - 1 - got)) > 0)
+        got += (size_t)k;
+    buf[got] = '\0';
+    close(fd);
+    return ok && got > 0;
+}
+
+/* The origin's accepts so far (stub_status: "Active connections: N \n
+ * server accepts handled requests\n A H R"), this request's own included;
+ * -1 when unread. */
+static long origin_accepts(int origin)
+{
+    char buf[2048];
+    if (!fetch(origin, "/status", buf, sizeof buf))
+        return -1;
+    char *p = strstr(buf, "requests\n");
+    return p ? strtol(p + 9, NULL, 10) : -1;
+}
+
+/* The proxy's pool counter `name` (its Prometheus text), summed over its
+ * upstreams; -1 when unread. */
+static long proxy_counter(int target, const char *name)
+{
+    static char buf[65536];
+    if (!fetch(target, "/_tidepool/stats?format=prometheus", buf, sizeof buf))
+        return -1;
+    char key[96];
+    snprintf(key, sizeof key, "\ntidepool_%s{", name);
+    long sum = -1;
+    for (char *p = strstr(buf, key); p; p = strstr(p + 1, key)) {
+        char *v = strchr(p, '}');
+        if (v)
+            sum = (sum < 0 ? 0 : sum) + strtol(v + 1, NULL, 10);
+    }
+    return sum;
+}
+
+struct pool_counts {
+    long acquires, waits, preconnects, retired;
+};
+
+static struct pool_counts pool_counts(int target, bool want)
+{
+    struct pool_counts c = {-1, -1, -1, -1};
+    if (want) {
+        c.acquires = proxy_counter(target, "acquires");
+        c.waits = proxy_counter(target, "connect_waits");
+        c.preconnects = proxy_counter(target, "preconnects");
+        c.retired = proxy_counter(target, "demand_retired");
+    }
+    return c;
+}
+
+/* Established connections whose local port is port: the origin's side of
+ * each upstream connection, counted once. */
+static long established_to(int port)
+{
+    const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    long n = 0;
+    for (int f = 0; f < 2; f++) {
+        FILE *fp = fopen(files[f], "r");
+        if (!fp)
+            continue;
+        char line[512];
+        while (fgets(line, sizeof line, fp)) {
+            char local[64];
+            unsigned st;
+            if (sscanf(line, " %*d: %63s %*s %x", local, &st) != 2)
+                continue;
+            char *colon = strrchr(local, ':');
+            if (colon && st == 1 && strtol(colon + 1, NULL, 16) == port)
+                n++;
+        }
+        fclose(fp);
+    }
+    return n;
+}
+
+/* From the origin's log, the tag's requests from phase `from` up to (not
+ * with) `to`, and how many of them were the first on their connection. */
+static void first_requests(const char *log, const char *tag, int from, int to,
+                           long *total, long *first)
+{
+    *total = *first = 0;
+    FILE *fp = log ? fopen(log, "r") : NULL;
+    if (!fp)
+        return;
+    char line[256], t[64];
+    int w;
+    long k;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "%63s %d %ld", t, &w, &k) == 3 && !strcmp(t, tag) &&
+            w >= from && w < to) {
+            (*total)++;
+            *first += k == 1;
+        }
+    fclose(fp);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The p-th percentile (0-100) of the latencies whose phase is odd (quiet),
+ * even (burst) or any (parity -1), in us; 0 when none. */
+static double percentile(const struct run *r, int parity, int p, size_t *count)
+{
+    int64_t *v = malloc(sizeof *v * (r->n_lat + 1));
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_lat; i++)
+        if (parity < 0 || r->lat_phase[i] % 2 == parity)
+            v[n++] = r->lat[i];
+    double out = 0;
+    if (n) {
+        qsort(v, n, sizeof *v, cmp_i64);
+        out = (double)v[n * (size_t)p / 100] / 1e3;
+    }
+    free(v);
+    if (count)
+        *count = n;
+    return out;
+}
+
+static int arg_int(int argc, char **argv, const char *name, int dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], name))
+            return atoi(argv[i + 1]);
+    return dflt;
+}
+
+static const char *arg_str(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], name))
+            return argv[i + 1];
+    return NULL;
+}
+
+static bool has_flag(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], name))
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    int target = arg_int(argc, argv, "--target", 0);
+    int origin = arg_int(argc, argv, "--origin", 0);
+    int waves = arg_int(argc, argv, "--waves", 10);
+    int after = arg_int(argc, argv, "--after", 30);
+    int spell = arg_int(argc, argv, "--spell", 2000);
+    const char *tag = arg_str(argc, argv, "--tag");
+    const char *log = arg_str(argc, argv, "--log");
+    bool stats = has_flag(argc, argv, "--stats");
+    if (target <= 0 || origin <= 0 || !tag || waves < 2 || waves > 999 ||
+        after < 0 || spell < 1) {
+        fprintf(stderr,
+                "usage: %s --target PORT --origin PORT --tag NAME "
+                "[--waves N>=2] [--after S] [--spell MS] [--log FILE] "
+                "[--stats]\n",
+                argv[0]);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct run r = {.target = target, .tag = tag, .phase = -1};
+    r.base = event_base_new();
+    r.lat = malloc(sizeof *r.lat * LAT_MAX);
+    r.lat_phase = malloc(sizeof *r.lat_phase * LAT_MAX);
+    if (!r.base || !r.lat || !r.lat_phase)
+        return 1;
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)target),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int i = 0; i < CALLERS; i++) {
+        struct caller *c = &r.callers[i];
+        c->run = &r;
+        c->bev = bufferevent_socket_new(r.base, -1, BEV_OPT_CLOSE_ON_FREE);
+        bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+        if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&a,
+                                       sizeof a) != 0) {
+            fprintf(stderr, "demand_replay: cannot connect to %d\n", target);
+            return 1;
+        }
+    }
+    /* the warm-up: one request on each client connection, ten at a time
+     * so the proxy opens no more than the quiet load's upstream
+     * connections, which the cold start of the first burst then counts */
+    for (int i = 0; i < CALLERS; i += QUIET) {
+        for (int k = i; k < i + QUIET; k++)
+            go(&r.callers[k]);
+        for (int t = 0; t < 500 && r.warm < i + QUIET; t++)
+            run_ms(&r, 10);
+    }
+    if (r.warm < CALLERS || r.errors) {
+        fprintf(stderr, "demand_replay: %d of %d warm-up requests answered\n",
+                r.warm, CALLERS);
+        return 1;
+    }
+    long acc0 = origin_accepts(origin);
+    long acc2 = -1;
+    struct pool_counts pc2 = {0};
+    for (int w = 0; w < waves; w++) {
+        r.phase = 2 * w;
+        set_active(&r, CALLERS);
+        run_ms(&r, spell);
+        r.phase = 2 * w + 1;
+        set_active(&r, QUIET);
+        run_ms(&r, spell);
+        if (w == 0) {
+            acc2 = origin_accepts(origin);
+            pc2 = pool_counts(target, stats);
+        }
+    }
+    long acc_end = origin_accepts(origin);
+    struct pool_counts pc_end = pool_counts(target, stats);
+    size_t wave_requests = r.n_lat;
+    size_t first_wave = 0;
+    for (size_t i = 0; i < r.n_lat; i++)
+        first_wave += r.lat_phase[i] < 2;
+    r.phase = 2 * 1000;
+    run_ms(&r, after * 1000);
+    long live_after = established_to(origin);
+    set_active(&r, 0);
+    for (int t = 0; t < 200; t++) {
+        bool any = false;
+        for (int i = 0; i < CALLERS; i++)
+            any = any || r.callers[i].busy;
+        if (!any)
+            break;
+        run_ms(&r, 10);
+    }
+    /* the log is buffered for a second at the origin */
+    sleep(2);
+    long total2, first2;
+    first_requests(log, tag, 2, 2 * waves, &total2, &first2);
+
+    /* each status request was one accept of its own */
+    long news = acc_end - acc0 - 2, news2 = acc_end - acc2 - 1;
+    size_t nb, nq;
+    double p50b = percentile(&r, 0, 50, &nb);
+    double p50q = percentile(&r, 1, 50, &nq);
+    printf("tag=%s requests=%zu new=%ld per1k=%.3f new2=%ld per1k2=%.3f "
+           "firstreq2=%.4f",
+           tag, wave_requests, news, 1000.0 * (double)news / wave_requests,
+           news2, 1000.0 * (double)news2 / (double)(wave_requests - first_wave),
+           total2 ? (double)first2 / (double)total2 : -1.0);
+    if (stats)
+        printf(" waits2=%.4f preconnects=%ld demand_retired=%ld",
+               (double)(pc_end.waits - pc2.waits) /
+                   (double)(pc_end.acquires - pc2.acquires),
+               pc_end.preconnects, pc_end.retired);
+    else
+        printf(" waits2=- preconnects=- demand_retired=-");
+    printf(" live_after=%ld after_s=%d p50=%.1f p99=%.1f p50b=%.1f p50q=%.1f "
+           "burst_share=%.3f logged2=%ld after_requests=%ld errors=%ld",
+           live_after, after, percentile(&r, -1, 50, NULL),
+           percentile(&r, -1, 99, NULL), p50b, p50q,
+           (double)nb / (double)(nb + nq), total2, r.after_requests, r.errors);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf(" client_cpu_us=%.0f",
+           (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec));
+    for (int i = 0; i < CALLERS; i++)
+        bufferevent_free(r.callers[i].bev);
+    event_base_free(r.base);
+    free(r.lat);
+    free(r.lat_phase);
+    return 0;
+}
