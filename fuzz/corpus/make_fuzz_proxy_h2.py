@@ -32,13 +32,21 @@ def lit(name, value):
     return bytes([0, len(name)]) + name + bytes([len(value)]) + value
 
 
+# A dynamic table size update to 0 (RFC 7541 6.3): the proxy's
+# SETTINGS_HEADER_TABLE_SIZE is 0, and once its SETTINGS are acked the
+# first header block must begin with one (4.2), or nghttp2 takes the
+# block for a compression error and the seed goes no further; every
+# block begins with one here, which a block may.
+SIZE0 = b"\x20"
+
+
 def status(code):
     """:status: 200 as static index 8 (0x88), others as a literal with
-    the indexed name :status."""
+    the indexed name :status; after the size update."""
     if code == 200:
-        return b"\x88"
+        return SIZE0 + b"\x88"
     value = code.encode() if isinstance(code, str) else str(code).encode()
-    return b"\x08" + bytes([len(value)]) + value
+    return SIZE0 + b"\x08" + bytes([len(value)]) + value
 
 
 def settings(*pairs):
@@ -117,7 +125,8 @@ SEEDS = {
         HELLO,
         frame(HEADERS, END_HEADERS, 1, status(200) + lit(b"trailer", b"x-t")),
         frame(DATA, 0, 1, b"body"),
-        frame(HEADERS, END_HEADERS | END_STREAM, 1, lit(b"x-t", b"done"))]),
+        frame(HEADERS, END_HEADERS | END_STREAM, 1,
+              SIZE0 + lit(b"x-t", b"done"))]),
     "continuation": seed([GET], [
         HELLO,
         frame(HEADERS, 0, 1, status(200)) +
