@@ -873,20 +873,29 @@ enum hop { HOP_NOT, HOP, HOP_LENGTH, HOP_TRAILER };
  * none. */
 static enum hop hop_of(const uint8_t *n, size_t len)
 {
+    /* a name of a length below that is none of them may still be a
+     * proxy-* one ("proxy-x" is as long as "trailer"): each case falls
+     * to that test */
     switch (len) {
     case 2:
-        return memcmp(n, "te", 2) == 0 ? HOP : HOP_NOT;
+        if (memcmp(n, "te", 2) == 0)
+            return HOP;
+        break;
     case 7:
         if (memcmp(n, "trailer", 7) == 0)
             return HOP_TRAILER;
-        return memcmp(n, "upgrade", 7) == 0 ? HOP : HOP_NOT;
+        if (memcmp(n, "upgrade", 7) == 0)
+            return HOP;
+        break;
     case 10:
-        return memcmp(n, "connection", 10) == 0 ||
-                       memcmp(n, "keep-alive", 10) == 0
-                   ? HOP
-                   : HOP_NOT;
+        if (memcmp(n, "connection", 10) == 0 ||
+            memcmp(n, "keep-alive", 10) == 0)
+            return HOP;
+        break;
     case 14:
-        return memcmp(n, "content-length", 14) == 0 ? HOP_LENGTH : HOP_NOT;
+        if (memcmp(n, "content-length", 14) == 0)
+            return HOP_LENGTH;
+        break;
     case 17:
         if (memcmp(n, "transfer-encoding", 17) == 0)
             return HOP;
