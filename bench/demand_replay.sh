@@ -70,23 +70,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-fail() {
-    echo "demand_replay: $*" >&2
-    exit 1
-}
-
-free_port() {
-    "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-    i=0
-    until curl -s -o /dev/null "http://127.0.0.1:$1/"; do
-        i=$((i + 1))
-        [ $i -lt 200 ] || fail "nothing answers on $1"
-        sleep 0.05
-    done
-}
+BENCH=demand_replay
+. "$(dirname "$0")/lib.sh"
 
 # PID: stopped and waited for, and no longer one to stop at the end
 stop() {
@@ -99,23 +84,7 @@ stop() {
 # master's pid in $STARTED
 start_nginx() {
     d=$DIR/$1
-    mkdir -p "$d"
-    cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $d/body; proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fcgi; uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
-    keepalive_requests 10000000;
-    keepalive_timeout 600s;
-$3
-}
-EOF
+    nginx_conf "$d" "$3"
     "$NGINX" -t -q -p "$d" -e "$d/error.log" -c "$d/nginx.conf" ||
         fail "nginx refuses $d/nginx.conf"
     $CPU "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" &
@@ -137,21 +106,8 @@ start_nginx origin "$ORIGIN" "
         }
     }"
 
-# ns of CPU a process has used, all its threads (the scheduler's figure)
-cpu_ns() {
-    cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'
-}
-
-# the one worker of the nginx whose master is PID (worker_processes 1)
-worker_of() {
-    w=$(ps -o pid= --ppid "$1" | awk 'NR == 1 { print $1 }')
-    [ -n "$w" ] || fail "no worker under nginx $1"
-    echo "$w"
-}
-
 # the busy time of CPU N so far, in ns (its /proc/stat line: all but idle
 # and iowait, in clock ticks)
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
 cpu_busy_ns() {
     awk -v c="cpu$1" -v hz="$HZ" '$1 == c {
         printf "%.0f", ($2 + $3 + $4 + $7 + $8 + $9) * 1e9 / hz }' /proc/stat

@@ -103,7 +103,6 @@ if command -v taskset >/dev/null; then
     PINNED="everything on CPU $(($(nproc) - 1))"
 fi
 
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/tide-proxy-bench-XXXXXX")
 chmod 755 "$DIR"
@@ -124,47 +123,13 @@ forget() {
     PIDS=$(echo "$PIDS" | tr ' ' '\n' | grep -vx "$1" | tr '\n' ' ')
 }
 
-fail() {
-    echo "proxy_bench: $*" >&2
-    exit 1
-}
-
-free_port() {
-    "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-    i=0
-    until curl -s -o /dev/null "http://127.0.0.1:$1/"; do
-        i=$((i + 1))
-        [ $i -lt 200 ] || fail "nothing answers on $1"
-        sleep 0.05
-    done
-}
+BENCH=proxy_bench
+. "$HERE/lib.sh"
 
 PERF=0
 if [ $QUICK -eq 0 ] && "$PYTHON" "$HERE/syscalls.py" perfworks 2>/dev/null; then
     PERF=1
 fi
-
-# ns of CPU a process has used, all its threads: the scheduler's own
-# figure when the kernel keeps it, else utime + stime in clock ticks
-cpu_ns() {
-    if [ -r "/proc/$1/schedstat" ]; then
-        cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'
-    else
-        sed 's/.*) //' "/proc/$1/stat" |
-            awk -v hz="$HZ" '{ printf "%.0f", ($12 + $13) * 1e9 / hz }'
-    fi
-}
-
-# the one worker of the nginx whose master is PID (worker_processes 1)
-worker_of() {
-    w=$(cat /proc/"$1"/task/*/children 2>/dev/null | awk '{ print $1 }')
-    [ -n "$w" ] || w=$(ps -o pid= --ppid "$1" | awk 'NR == 1 { print $1 }')
-    [ -n "$w" ] || fail "no worker under nginx $1"
-    echo "$w"
-}
 
 # runs wrk (its arguments) and then prints "wrk-cpu-us N": the CPU wrk used
 WRK_CPU='import resource, subprocess, sys
@@ -177,23 +142,7 @@ sys.exit(rc)'
 # its worker's pid in PID_NAME
 start_nginx() {
     d=$DIR/$1
-    mkdir -p "$d"
-    cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $d/body; proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fcgi; uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
-    keepalive_requests 10000000;
-    keepalive_timeout 600s;
-$3
-}
-EOF
+    nginx_conf "$d" "$3"
     $CPU "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" &
     master=$!
     PIDS="$PIDS $master"

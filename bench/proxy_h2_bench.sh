@@ -46,7 +46,6 @@ if command -v taskset >/dev/null; then
     CPU="taskset -c $(($(nproc) - 1))"
     PINNED="everything on CPU $(($(nproc) - 1))"
 fi
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/tide-proxy-h2-bench-XXXXXX")
 chmod 755 "$DIR"
@@ -61,32 +60,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-fail() {
-    echo "proxy_h2_bench: $*" >&2
-    exit 1
-}
-
-free_port() {
-    "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-    i=0
-    until curl -s -o /dev/null "http://127.0.0.1:$1/index.html"; do
-        i=$((i + 1))
-        [ $i -lt 200 ] || fail "nothing answers on $1"
-        sleep 0.05
-    done
-}
-
-cpu_ns() {
-    if [ -r "/proc/$1/schedstat" ]; then
-        cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'
-    else
-        sed 's/.*) //' "/proc/$1/stat" |
-            awk -v hz="$HZ" '{ printf "%.0f", ($12 + $13) * 1e9 / hz }'
-    fi
-}
+BENCH=proxy_h2_bench
+. "$(dirname "$0")/lib.sh"
 
 # the origin: h2c on H2, HTTP/1.1 (and stub_status) on H1; every limit
 # that would end a connection set high (keepalive_requests caps the
@@ -94,30 +69,16 @@ cpu_ns() {
 head -c 612 /dev/zero | tr '\0' 'x' >"$DIR/index.html"
 H2=$(free_port)
 H1=$(free_port)
-cat >"$DIR/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $DIR/nginx.pid;
-error_log $DIR/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $DIR/body; proxy_temp_path $DIR/proxy;
-    fastcgi_temp_path $DIR/fcgi; uwsgi_temp_path $DIR/uwsgi;
-    scgi_temp_path $DIR/scgi;
-    keepalive_requests 10000000;
-    keepalive_timeout 600s;
+nginx_conf "$DIR" "
     server {
         listen 127.0.0.1:$H2 http2;
         listen 127.0.0.1:$H1;
         root $DIR;
         location = /status { stub_status; }
-    }
-}
-EOF
+    }"
 $CPU "$NGINX" -p "$DIR" -e "$DIR/error.log" -c "$DIR/nginx.conf" &
 PIDS="$PIDS $!"
-wait_port "$H1"
+wait_port "$H1" /index.html
 
 cat >"$DIR/haproxy.cfg" <<EOF
 global
@@ -143,21 +104,21 @@ sed -i "s/PORT/$PORT_haproxy/" "$DIR/haproxy.cfg"
 $CPU "$HAPROXY" -db -f "$DIR/haproxy.cfg" >"$DIR/haproxy.log" 2>&1 &
 PIDS="$PIDS $!"
 PID_haproxy=$!
-wait_port "$PORT_haproxy"
+wait_port "$PORT_haproxy" /index.html
 
 PORT_tideh2=$(free_port)
 $CPU "$PROXY" --listen "127.0.0.1:$PORT_tideh2" --upstream "h2c://127.0.0.1:$H2" \
     --keep 600 >"$DIR/tideh2.log" 2>&1 &
 PIDS="$PIDS $!"
 PID_tideh2=$!
-wait_port "$PORT_tideh2"
+wait_port "$PORT_tideh2" /index.html
 
 PORT_tide128=$(free_port)
 $CPU "$PROXY" --listen "127.0.0.1:$PORT_tide128" --upstream "127.0.0.1:$H1" \
     --pool-size 128 --keep 600 >"$DIR/tide128.log" 2>&1 &
 PIDS="$PIDS $!"
 PID_tide128=$!
-wait_port "$PORT_tide128"
+wait_port "$PORT_tide128" /index.html
 
 pid_of() { eval "echo \$PID_$1"; }
 port_of() { eval "echo \$PORT_$1"; }
