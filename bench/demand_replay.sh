@@ -50,26 +50,6 @@ for f in "$PROXY" "$CLIENT"; do
         exit 1
     }
 done
-CPU=""
-PINNED="not pinned"
-if command -v taskset >/dev/null; then
-    CPU="taskset -c $(($(nproc) - 1))"
-    PINNED="everything on CPU $(($(nproc) - 1))"
-fi
-
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/tide-demand-replay-XXXXXX")
-chmod 755 "$DIR"
-PIDS=""
-cleanup() {
-    for p in $PIDS; do
-        kill "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
 BENCH=demand_replay
 . "$(dirname "$0")/lib.sh"
 

@@ -1,8 +1,32 @@
 # What the HTTP benches (proxy_bench.sh, proxy_h2_bench.sh,
 # demand_replay.sh) share, sourced by each after it has set BENCH (its
-# name, for messages), PYTHON and DIR (its scratch directory).
+# name, for messages and its scratch directory) and PYTHON. Sourced, it
+# sets CPU (the taskset that pins a program to the last CPU, or nothing)
+# and PINNED (that, said for a person), makes DIR (a scratch directory)
+# and PIDS (programs to stop), and stops them and removes DIR on exit.
+
+CPU=""
+PINNED="not pinned"
+if command -v taskset >/dev/null; then
+    CPU="taskset -c $(($(nproc) - 1))"
+    PINNED="everything on CPU $(($(nproc) - 1))"
+fi
 
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/tide-$BENCH-XXXXXX")
+chmod 755 "$DIR"
+PIDS=""
+cleanup() {
+    for p in $PIDS; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+# the EXIT trap cleans up: a signal's own trap would return into the run
+trap 'exit 1' INT TERM
 
 fail() {
     echo "$BENCH: $*" >&2

@@ -96,35 +96,13 @@ if [ ! -x "$PROXY" ]; then
     exit 1
 fi
 
-CPU=""
-PINNED="not pinned"
-if command -v taskset >/dev/null; then
-    CPU="taskset -c $(($(nproc) - 1))"
-    PINNED="everything on CPU $(($(nproc) - 1))"
-fi
-
-
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/tide-proxy-bench-XXXXXX")
-chmod 755 "$DIR"
-PIDS=""
-cleanup() {
-    for p in $PIDS; do
-        kill "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-# the EXIT trap cleans up: a signal's own trap would return into the run
-trap 'exit 1' INT TERM
+BENCH=proxy_bench
+. "$HERE/lib.sh"
 
 # PID: no longer one to stop at the end (it ended and was waited for)
 forget() {
     PIDS=$(echo "$PIDS" | tr ' ' '\n' | grep -vx "$1" | tr '\n' ' ')
 }
-
-BENCH=proxy_bench
-. "$HERE/lib.sh"
 
 PERF=0
 if [ $QUICK -eq 0 ] && "$PYTHON" "$HERE/syscalls.py" perfworks 2>/dev/null; then

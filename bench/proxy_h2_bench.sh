@@ -40,26 +40,6 @@ HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 PYTHON=$(python3 -c 'import sys; print(sys.executable)')
 [ -x "$PROXY" ] || { echo "proxy_h2_bench: $PROXY is missing"; exit 1; }
 
-CPU=""
-PINNED="not pinned"
-if command -v taskset >/dev/null; then
-    CPU="taskset -c $(($(nproc) - 1))"
-    PINNED="everything on CPU $(($(nproc) - 1))"
-fi
-
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/tide-proxy-h2-bench-XXXXXX")
-chmod 755 "$DIR"
-PIDS=""
-cleanup() {
-    for p in $PIDS; do
-        kill "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
 BENCH=proxy_h2_bench
 . "$(dirname "$0")/lib.sh"
 
