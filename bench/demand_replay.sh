@@ -121,32 +121,7 @@ start_proxy() {
     }"
         ;;
     haproxy)
-        mkdir -p "$DIR/haproxy"
-        cat >"$DIR/haproxy/haproxy.cfg" <<EOF
-global
-    nbthread 1
-    maxconn 8192
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 600s
-    timeout server 600s
-    timeout http-keep-alive 600s
-    timeout queue 60s
-    http-reuse always
-frontend fe
-    bind 127.0.0.1:$2
-    default_backend be
-backend be
-    server origin 127.0.0.1:$ORIGIN
-EOF
-        "$HAPROXY" -c -q -f "$DIR/haproxy/haproxy.cfg" ||
-            fail "HAProxy refuses its configuration"
-        $CPU "$HAPROXY" -db -f "$DIR/haproxy/haproxy.cfg" \
-            >"$DIR/haproxy/log" 2>&1 &
-        STARTED=$!
-        PIDS="$PIDS $STARTED"
-        wait_port "$2"
+        start_haproxy_at "$DIR/haproxy" "$2" "origin 127.0.0.1:$ORIGIN"
         ;;
     tide-off | tide-on)
         knobs=""

@@ -88,3 +88,35 @@ $2
 }
 CONF
 }
+
+# D PORT SERVER [PATH]: HAProxy 2.6 with its files in D, one thread,
+# listening on PORT, its one backend server SERVER ("name address
+# options"), idle server connections shared by every client (http-reuse
+# always) and kept as long as a bench runs; checked, started pinned, its
+# pid in STARTED (and PIDS), answering on PORT (at PATH) when this returns
+start_haproxy_at() {
+    mkdir -p "$1"
+    cat >"$1/haproxy.cfg" <<CONF
+global
+    nbthread 1
+    maxconn 8192
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 600s
+    timeout server 600s
+    timeout http-keep-alive 600s
+    timeout queue 60s
+    http-reuse always
+frontend fe
+    bind 127.0.0.1:$2
+    default_backend be
+backend be
+    server $3
+CONF
+    "$HAPROXY" -c -q -f "$1/haproxy.cfg" || fail "HAProxy refuses $1/haproxy.cfg"
+    $CPU "$HAPROXY" -db -f "$1/haproxy.cfg" >"$1/haproxy.log" 2>&1 &
+    STARTED=$!
+    PIDS="$PIDS $STARTED"
+    wait_port "$2" "${4:-/}"
+}

@@ -134,32 +134,10 @@ start_nginx() {
 # kept 600 s as nginx's and tidepool's are; no log (nginx logs nothing
 # either); its pid in PID_NAME
 start_haproxy() {
-    d=$DIR/$1
-    mkdir -p "$d"
-    cat >"$d/haproxy.cfg" <<EOF
-global
-    nbthread 1
-    maxconn 8192
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 600s
-    timeout server 600s
-    timeout http-keep-alive 600s
-    timeout queue 60s
-    http-reuse always
-frontend fe
-    bind 127.0.0.1:$2
-    default_backend be
-backend be
-    server origin 127.0.0.1:$ORIGIN maxconn $3 pool-purge-delay 600s
-EOF
-    "$HAPROXY" -c -q -f "$d/haproxy.cfg" || fail "HAProxy refuses $d/haproxy.cfg"
-    $CPU "$HAPROXY" -db -f "$d/haproxy.cfg" >"$d/haproxy.log" 2>&1 &
-    PIDS="$PIDS $!"
-    eval "PID_$1=$!"
+    start_haproxy_at "$DIR/$1" "$2" \
+        "origin 127.0.0.1:$ORIGIN maxconn $3 pool-purge-delay 600s"
+    eval "PID_$1=$STARTED"
     eval "PORT_$1=$2"
-    wait_port "$2"
 }
 
 head -c 612 /dev/zero | tr '\0' 'x' >"$DIR/index.html"

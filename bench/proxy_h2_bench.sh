@@ -60,31 +60,11 @@ $CPU "$NGINX" -p "$DIR" -e "$DIR/error.log" -c "$DIR/nginx.conf" &
 PIDS="$PIDS $!"
 wait_port "$H1" /index.html
 
-cat >"$DIR/haproxy.cfg" <<EOF
-global
-    nbthread 1
-    maxconn 8192
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 600s
-    timeout server 600s
-    timeout http-keep-alive 600s
-    timeout queue 60s
-    http-reuse always
-frontend fe
-    bind 127.0.0.1:PORT
-    default_backend be
-backend be
-    server origin 127.0.0.1:$H2 proto h2 maxconn 1000 pool-purge-delay 600s
-EOF
 PORT_haproxy=$(free_port)
-sed -i "s/PORT/$PORT_haproxy/" "$DIR/haproxy.cfg"
-"$HAPROXY" -c -q -f "$DIR/haproxy.cfg" || fail "HAProxy refuses $DIR/haproxy.cfg"
-$CPU "$HAPROXY" -db -f "$DIR/haproxy.cfg" >"$DIR/haproxy.log" 2>&1 &
-PIDS="$PIDS $!"
-PID_haproxy=$!
-wait_port "$PORT_haproxy" /index.html
+start_haproxy_at "$DIR/haproxy" "$PORT_haproxy" \
+    "origin 127.0.0.1:$H2 proto h2 maxconn 1000 pool-purge-delay 600s" \
+    /index.html
+PID_haproxy=$STARTED
 
 PORT_tideh2=$(free_port)
 $CPU "$PROXY" --listen "127.0.0.1:$PORT_tideh2" --upstream "h2c://127.0.0.1:$H2" \
