@@ -15,34 +15,15 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 CLIENT, ORIGIN = sys.argv[1], sys.argv[2]
-# each origin's port, the kernel's choice at its first start (a port
-# picked at random may be another test's), kept for its restarts
-PORTS = [0] * 4
-procs = {}
+sys.path.insert(0, os.path.dirname(os.path.abspath(ORIGIN)))
+from origins import Origins  # noqa: E402 (found beside origin.py)
+
+ORIGINS = Origins(ORIGIN)
+PORTS, procs = ORIGINS.ports, ORIGINS.procs
+start, stop, ctl = ORIGINS.start, ORIGINS.stop, ORIGINS.ctl
 results = []
-
-
-def start(k, delay_ms=10):
-    p = subprocess.Popen([sys.executable, ORIGIN, str(PORTS[k]), str(delay_ms)],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    line = p.stdout.readline().split()
-    assert len(line) == 2 and line[0] == b"ready", line
-    PORTS[k] = int(line[1])
-    procs[k] = p
-
-
-def stop(k):
-    procs[k].send_signal(signal.SIGTERM)
-    procs[k].wait(5)
-
-
-def ctl(k, **kw):
-    q = "&".join(f"{a}={b}" for a, b in kw.items())
-    urllib.request.urlopen(f"http://127.0.0.1:{PORTS[k]}/_ctl?{q}",
-                           timeout=5).read()
 
 
 def run(seconds, actions, extra=()):
