@@ -23,6 +23,7 @@ import urllib.request
 
 PROXY, CLIENT, ORIGIN = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, os.path.dirname(os.path.abspath(ORIGIN)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from origins import Origins  # noqa: E402 (found beside origin.py)
 
 ORIGINS = Origins(ORIGIN)
