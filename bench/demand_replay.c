@@ -31,12 +31,18 @@
  *   new2, per1k2: the accepts from the second burst on, and per 1,000 of
  *     those spells' requests: the square wave after the cold start;
  *   new_phases: the accepts of each spell in order (burst, quiet, ...);
+ *   new_warm: the accepts of the warm-up (ten requests at a time), what
+ *     the proxy held when the trace began;
  *   new_tail, new_idle: the accepts in the quiet spell after the wave and
  *     while the load has stopped;
  *   firstreq2: from the second burst on, the share of requests that were
  *     the first on their upstream connection (--log): a proxy that
  *     connects for a request (nginx, HAProxy) made that request wait for
  *     the connect;
+ *   queued2: with --stats (demos/proxy), from the second burst on, the
+ *     share of requests that found no idle connection at once (the
+ *     proxy's try_acquire missed and it queued an acquire: the pool counts
+ *     both, so its acquires less the proxy's requests);
  *   waits2: with --stats (demos/proxy), the pool's own count from the
  *     second burst on: acquires that waited for a connect, over acquires
  *     (a preconnected connection's first request did not wait);
@@ -277,10 +283,11 @@ static long proxy_counter(int target, const char *name)
     if (!fetch(target, "/_tidepool/stats?format=prometheus", buf, sizeof buf))
         return -1;
     char key[96];
-    snprintf(key, sizeof key, "\ntidepool_%s{", name);
+    int n = snprintf(key, sizeof key, "\ntidepool_%s", name);
     long sum = -1;
     for (char *p = strstr(buf, key); p; p = strstr(p + 1, key)) {
-        char *v = strchr(p, '}');
+        /* name{labels} value, or name value for the proxy's own */
+        char *v = p[n] == '{' ? strchr(p, '}') : p[n] == ' ' ? p + n : NULL;
         if (v)
             sum = (sum < 0 ? 0 : sum) + strtol(v + 1, NULL, 10);
     }
@@ -288,13 +295,17 @@ static long proxy_counter(int target, const char *name)
 }
 
 struct pool_counts {
-    long acquires, waits, preconnects, retired, wait_p99, live;
+    long acquires, waits, preconnects, retired, wait_p99, live, requests;
 };
 
 static struct pool_counts pool_counts(int target, bool want)
 {
-    struct pool_counts c = {-1, -1, -1, -1, -1, -1};
+    struct pool_counts c = {-1, -1, -1, -1, -1, -1, -1};
     if (want) {
+        /* each read is a request of the proxy's own, with no acquire:
+         * the few between two counts lower queued2 by as many (it is
+         * held at 0) */
+        c.requests = proxy_counter(target, "proxy_requests");
         c.acquires = proxy_counter(target, "acquires");
         c.waits = proxy_counter(target, "connect_waits");
         c.preconnects = proxy_counter(target, "preconnects");
@@ -518,6 +529,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    double connect_us = connect_median(origin, 20);
+    long acc_pre = origin_accepts(origin);
     /* the warm-up: one request on each client connection, ten at a time
      * so the proxy opens no more than the quiet load's upstream
      * connections, which the cold start of the first burst then counts */
@@ -532,7 +545,6 @@ int main(int argc, char **argv)
                 r.warm, CALLERS);
         return 1;
     }
-    double connect_us = connect_median(origin, 20);
     /* the accepts before each spell and after the last; each read is an
      * accept of its own, taken out below */
     static long acc[PHASES_MAX + 3];
@@ -598,8 +610,14 @@ int main(int argc, char **argv)
     printf(" new_phases=");
     for (int ph = 0; ph < nph; ph++)
         printf("%s%ld", ph ? "," : "", acc[ph + 1] - acc[ph] - 1);
-    printf(" new_tail=%ld new_idle=%ld", acc_tail - acc[nph] - 1,
-           acc_idle - acc_tail - 1);
+    printf(" new_warm=%ld new_tail=%ld new_idle=%ld", acc[0] - acc_pre - 1,
+           acc_tail - acc[nph] - 1, acc_idle - acc_tail - 1);
+    if (stats) {
+        long queued =
+            pc_end.acquires - pc2.acquires - (pc_end.requests - pc2.requests);
+        printf(" queued2=%.4f", (double)(queued > 0 ? queued : 0) /
+                                    (double)(pc_end.requests - pc2.requests));
+    }
     if (stats)
         printf(" waits2=%.4f waits_all=%ld preconnects=%ld demand_retired=%ld "
                "wait_p99=%.1f idle_pool_live=%ld",

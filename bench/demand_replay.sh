@@ -231,7 +231,7 @@ def off_p99(n, k="p99"):
     return float("nan")
 def cell(r, k):
     v = r.get(k, "-")
-    if k in ("firstreq2", "waits2") and v != "-":
+    if k in ("firstreq2", "waits2", "queued2") and v != "-":
         v = "%.2f%%" % (100 * float(v))
     return v
 def table(title, cols, extra=None):
@@ -243,12 +243,13 @@ def table(title, cols, extra=None):
         print("%-10s" % n + "".join(" %11s" % cell(r, k) for k, _ in cols)
               + (" %9s" % extra[1](n) if extra else ""))
     print()
-table("connections (new: the origin's accepts; b1, q1: in the first burst"
-      " and quiet spell, the cold start; 2nd+: from the second burst on)",
-      [("requests", "requests"), ("new", "new"), ("per1k", "new/1k"),
-       ("new_b1", "new b1"), ("new_q1", "new q1"), ("new2", "new 2nd+"),
+table("connections (the origin's accepts: in the warm-up, 10 requests at"
+      " a time; new: over the square wave; b1, q1: in its first burst and"
+      " quiet spell, the cold start; 2nd+: from the second burst on)",
+      [("requests", "requests"), ("new_warm", "warm-up"), ("new", "new"),
+       ("per1k", "new/1k"), ("new_b1", "new b1"), ("new_q1", "new q1"), ("new2", "new 2nd+"),
        ("per1k2", "/1k 2nd+"), ("firstreq2", "1stonconn2+"),
-       ("waits2", "waited 2nd+"), ("new_tail", "new tail"),
+       ("queued2", "queued 2nd+"), ("waits2", "waited 2nd+"), ("new_tail", "new tail"),
        ("new_idle", "new idle"), ("preconnects", "ahead"),
        ("demand_retired", "shrunk"), ("errors", "errors")])
 table("idle (the origin's established connections, AFTER s into the quiet"
