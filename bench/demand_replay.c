@@ -68,6 +68,9 @@
  *     trace, cold start included; first_all (--log): requests that were
  *     the first on their upstream connection, the same for any proxy: at
  *     most that many of the slow ones can owe anything to a connect;
+ *   preconnects, demand_retired (--stats): the pool's counts, the first
+ *     at the end of the wave, the second after the idle spell (the quiet
+ *     tail's and the stopped load's retirements in it);
  *   wait_p99 (--stats, us): the pool's acquire wait, p99 over its last
  *     minute, read at the end of the wave;
  *   p50, p99 (us): request latency over the square wave, and p50 of the
@@ -623,7 +626,7 @@ int main(int argc, char **argv)
                "wait_p99=%.1f idle_pool_live=%ld",
                (double)(pc_end.waits - pc2.waits) /
                    (double)(pc_end.acquires - pc2.acquires),
-               pc_end.waits - pc0.waits, pc_end.preconnects, pc_end.retired,
+               pc_end.waits - pc0.waits, pc_end.preconnects, pc_idle.retired,
                (double)pc_end.wait_p99 / 1e3, pc_idle.live);
     else
         printf(" waits2=- waits_all=- preconnects=- demand_retired=- "

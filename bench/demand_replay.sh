@@ -28,9 +28,9 @@
 # purge as it ships (pool-purge-delay 5 s: it closes half the idle excess
 # over the recent peak each period); demos/proxy with pools of 128 (above
 # the 112 that preconnect's headroom needs at 100 in flight, so the size
-# never queues a request) and the preset --keep 60, with --demand 5000
-# --preconnect 90 for the "on" row (bench_demand's knobs) and without for
-# "off".
+# never queues a request), the client timeout as high as the others' (600
+# s) and the preset --keep 60, with --demand 5000 --preconnect 90 for the
+# "on" rows (bench_demand's knobs) and without for "off".
 #
 # Everything (client, proxy, origin) is pinned to one CPU, as in
 # bench/proxy_bench.sh: on this 2-core machine unpinned figures swing 2-4x.
@@ -135,8 +135,12 @@ start_proxy() {
         knobs=""
         case $1 in tide-on*) knobs="--demand 5000 --preconnect 90" ;; esac
         # shellcheck disable=SC2086
+        # a client connection may sit unused as long as in the other
+        # proxies (600 s): its preset 60 s would close the 90 burst-only
+        # callers' connections just as the idle spell ends
         $CPU "$PROXY" --listen "127.0.0.1:$2" \
             --upstream "127.0.0.1:$ORIGIN" --pool-size 128 $knobs \
+            --client-timeout 600000 \
             >"$DIR/$1.log" 2>&1 &
         STARTED=$!
         PIDS="$PIDS $STARTED"
