@@ -5,18 +5,33 @@
  * benches:
  *
  *   taskset -c 1 ./build/bench/bench_demand [--waves N] [--after S]
+ *                                           [--idle S] [--repeat N]
  *
  * The trace: callers in a closed loop (acquire, write a line, read its
  * echo, release, again), 100 of them for 2 s and 10 for 2 s by turns,
- * --waves times (10), then 10 for --after seconds (30). Per variant it
- * prints, against the goals of issue 27:
- *   new connections per 1,000 requests over the square wave (goal <= 0.2);
+ * --waves times (10), then 10 for --after seconds (30), then none for
+ * --idle seconds (30). --repeat N (1) runs the pair N times, in turns
+ * knobs off first and knobs on first, and prints the median of the paired
+ * p99 ratios: one run's p99 moves with whatever else the CPU ran. Per
+ * variant it prints, against the goals of issue 27:
+ *   new connections per 1,000 requests over the square wave (goal <= 0.2),
+ *     over the whole trace and from the second burst on (the cold start,
+ *     the first wave, apart: every pool opens its first 100 there);
  *   the share of acquires served without waiting for a connect, from the
  *     second burst on (goal >= 99%);
- *   live connections --after seconds after the bursts stop, against what
- *     the quiet load needs (its 10 loans at once; goal <= 2x);
+ *   live connections --after seconds into the quiet spell after the
+ *     bursts, and --idle seconds after all load stopped (the goal's "idle
+ *     30 s after the load stops"), against what the quiet load needs (its
+ *     10 loans at once; goal <= 2x);
  *   the request latency's p99 over the trace (acquire to echo), and its
- *     ratio to the knobs-off run's (goal <= 0.8);
+ *     ratio to the knobs-off run's (goal <= 0.8), and from the second
+ *     burst on;
+ *   where the p99 comes from: the requests at or above it that were in
+ *     the first wave (cold start), the first ONSET_MS of a later burst
+ *     (its onset) or later, against the acquires that waited for a
+ *     connect over the whole trace (at most that many of them can owe
+ *     their latency to a connect), and the bursts' mean latency beside
+ *     what Little's law gives for 100 callers at the bursts' rate;
  *   the p50 of the requests started in bursts and in quiet spells apart,
  *     and the bursts' share of the requests: the two modes are 4-5x apart
  *     (100 callers queue for one CPU, 10 hardly do) and each holds about
@@ -40,10 +55,12 @@
 
 #include "harness.h"
 
-#define CALLERS  100
-#define QUIET    10
-#define SPELL_MS 2000
-#define LAT_MAX  (1 << 23)
+#define CALLERS    100
+#define QUIET      10
+#define SPELL_MS   2000
+#define LAT_MAX    (1 << 23)
+#define ONSET_MS   100
+#define REPEAT_MAX 9
 
 /* ---- the echo server, in a child process ---- */
 
@@ -108,7 +125,8 @@ struct caller {
     struct run *run;
     struct bufferevent *bev;
     int64_t started; /* this request's acquire */
-    bool in_burst;   /* this request started in a burst */
+    int phase;       /* of this request: 2k wave k's burst, 2k+1 its quiet */
+    int32_t at;      /* us into its spell it started */
     bool active;
     bool busy;
 };
@@ -119,9 +137,11 @@ struct run {
     struct tide_evpool *pool;
     struct caller callers[CALLERS];
     int64_t *lat;    /* ns, one a request */
-    bool *lat_burst; /* whether that request started in a burst */
+    int *lat_phase;  /* the phase that request started in */
+    int32_t *lat_at; /* and us into that spell */
     size_t n_lat;
-    bool bursting; /* the spell now is a burst */
+    int phase;           /* the spell now */
+    int64_t spell_start; /* ns, its start */
     long failed;
 };
 
@@ -136,7 +156,8 @@ static void on_echo(struct bufferevent *bev, void *arg)
     evbuffer_drain(in, evbuffer_get_length(in));
     struct run *r = c->run;
     if (r->n_lat < LAT_MAX) {
-        r->lat_burst[r->n_lat] = c->in_burst;
+        r->lat_phase[r->n_lat] = c->phase;
+        r->lat_at[r->n_lat] = c->at;
         r->lat[r->n_lat++] = bench_mono_ns() - c->started;
     }
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
@@ -179,7 +200,8 @@ static void go(struct caller *c)
 {
     c->busy = true;
     c->started = bench_mono_ns();
-    c->in_burst = c->run->bursting;
+    c->phase = c->run->phase;
+    c->at = (int32_t)((c->started - c->run->spell_start) / 1000);
     if (tide_evpool_acquire(c->run->pool, TIDE_SEC(5), on_acquired, c, NULL))
         c->busy = false;
 }
@@ -211,43 +233,57 @@ struct figures {
     uint64_t requests;
     uint64_t made;
     double per_1000;
+    uint64_t made_cold;  /* in the first wave */
+    double per_1000_2;   /* from the second burst on */
     double served_ready; /* from the second burst on */
-    int64_t live_after;
+    uint64_t waits_all;  /* acquires that waited for a connect, all trace */
+    int64_t live_after;  /* after_s into the quiet spell after the wave */
+    int64_t idle_after;  /* idle_s after all load stopped */
     uint64_t preconnects;
     uint64_t retired;
     int64_t p99;
+    int64_t p99_2; /* from the second burst on */
     int64_t p50;
     int64_t p45, p55;   /* the trace's, either side of its p50 */
     int64_t p50_burst;  /* of the requests started in bursts */
     int64_t p50_quiet;  /* of those started in the quiet spells */
     double burst_share; /* of the square wave's requests */
+    /* the requests at or above the p99: in the first wave, in a later
+     * burst's first ONSET_MS, later in one, in a quiet spell */
+    long slow, slow_cold, slow_onset, slow_burst, slow_quiet;
+    double mean_burst;  /* us */
+    double queue_burst; /* us: 100 callers / the bursts' rate */
 };
 
-/* The median of the first n latencies whose burst flag is `burst`. */
-static int64_t median_of(const struct run *r, size_t n, bool burst,
-                         size_t *count)
+/* The p-th percentile (0-100) of the first n latencies whose phase is
+ * even (bursts, parity 0), odd (1) or any (-1), from phase `from` on. */
+static int64_t pct_of(const struct run *r, size_t n, int parity, int from,
+                      int p, size_t *count)
 {
     int64_t *v = malloc(sizeof *v * (n + 1));
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (r->lat_burst[i] == burst)
+        if (r->lat_phase[i] >= from &&
+            (parity < 0 || r->lat_phase[i] % 2 == parity))
             v[k++] = r->lat[i];
     qsort(v, k, sizeof *v, cmp_i64);
-    int64_t m = k ? v[k / 2] : 0;
+    int64_t m = k ? v[k * (size_t)p / 100] : 0;
     free(v);
-    *count = k;
+    if (count)
+        *count = k;
     return m;
 }
 
 static struct figures replay(int port, struct tide_limits limits, int waves,
-                             int after_s)
+                             int after_s, int idle_s)
 {
     struct run r = {0};
     r.base = event_base_new();
     r.lat = malloc(sizeof *r.lat * LAT_MAX);
-    r.lat_burst = malloc(sizeof *r.lat_burst * LAT_MAX);
+    r.lat_phase = malloc(sizeof *r.lat_phase * LAT_MAX);
+    r.lat_at = malloc(sizeof *r.lat_at * LAT_MAX);
     struct tide_tcp_options to = {.host = "127.0.0.1", .port = port};
-    if (!r.lat || !r.lat_burst ||
+    if (!r.lat || !r.lat_phase || !r.lat_at ||
         tide_tcp_factory_new(r.base, &to, &r.factory) != 0) {
         fprintf(stderr, "bench_demand: setup failed\n");
         exit(1);
@@ -264,47 +300,82 @@ static struct figures replay(int port, struct tide_limits limits, int waves,
         r.callers[i].run = &r;
     struct tide_evpool_stats first = {0}, end_wave;
     for (int w = 0; w < waves; w++) {
-        r.bursting = true;
-        set_active(&r, CALLERS);
-        run_ms(&r, SPELL_MS);
-        r.bursting = false;
-        set_active(&r, QUIET);
-        run_ms(&r, SPELL_MS);
+        for (int b = 0; b < 2; b++) {
+            r.phase = 2 * w + b;
+            r.spell_start = bench_mono_ns();
+            set_active(&r, b ? QUIET : CALLERS);
+            run_ms(&r, SPELL_MS);
+        }
         if (w == 0)
             tide_evpool_stats(r.pool, &first);
     }
     tide_evpool_stats(r.pool, &end_wave);
     size_t wave_requests = r.n_lat;
+    r.phase = 2 * waves;
     run_ms(&r, after_s * 1000);
     struct tide_evpool_stats s;
     tide_evpool_stats(r.pool, &s);
+    /* the load stops: the callers' last answers, then idle_s of nothing
+     * (200 ms at least, so no answer is out when the pool is freed) */
+    set_active(&r, 0);
+    run_ms(&r, idle_s * 1000 > 200 ? idle_s * 1000 : 200);
+    struct tide_evpool_stats idle;
+    tide_evpool_stats(r.pool, &idle);
+    size_t n2 = 0;
+    for (size_t i = 0; i < wave_requests; i++)
+        n2 += r.lat_phase[i] >= 2;
     struct figures out = {
         .requests = wave_requests,
         .made = end_wave.made,
         .per_1000 = 1000.0 * (double)end_wave.made / (double)wave_requests,
+        .made_cold = first.made,
+        .per_1000_2 = 1000.0 * (double)(end_wave.made - first.made) /
+                      (double)(n2 ? n2 : 1),
         .served_ready =
             1.0 - (double)(end_wave.connect_waits - first.connect_waits) /
                       (double)(end_wave.acquires - first.acquires),
+        .waits_all = end_wave.connect_waits,
         .live_after = s.live,
+        .idle_after = idle.live,
         .preconnects = s.preconnects,
-        .retired = s.demand_retired,
+        .retired = idle.demand_retired,
     };
     size_t n_burst, n_quiet;
-    out.p50_burst = median_of(&r, wave_requests, true, &n_burst);
-    out.p50_quiet = median_of(&r, wave_requests, false, &n_quiet);
+    size_t n = wave_requests;
+    out.p50_burst = pct_of(&r, n, 0, 0, 50, &n_burst);
+    out.p50_quiet = pct_of(&r, n, 1, 0, 50, &n_quiet);
     out.burst_share = (double)n_burst / (double)(n_burst + n_quiet);
-    qsort(r.lat, wave_requests, sizeof *r.lat, cmp_i64);
-    out.p99 = r.lat[wave_requests * 99 / 100];
-    out.p50 = r.lat[wave_requests / 2];
-    out.p45 = r.lat[wave_requests * 45 / 100];
-    out.p55 = r.lat[wave_requests * 55 / 100];
-    set_active(&r, 0);
-    run_ms(&r, 200);
+    out.p99 = pct_of(&r, n, -1, 0, 99, NULL);
+    out.p99_2 = pct_of(&r, n, -1, 2, 99, NULL);
+    out.p50 = pct_of(&r, n, -1, 0, 50, NULL);
+    out.p45 = pct_of(&r, n, -1, 0, 45, NULL);
+    out.p55 = pct_of(&r, n, -1, 0, 55, NULL);
+    double sum_burst = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ph = r.lat_phase[i];
+        if (ph % 2 == 0)
+            sum_burst += (double)r.lat[i] / 1e3;
+        if (r.lat[i] < out.p99)
+            continue;
+        out.slow++;
+        if (ph < 2)
+            out.slow_cold++;
+        else if (ph % 2)
+            out.slow_quiet++;
+        else if (r.lat_at[i] < ONSET_MS * 1000)
+            out.slow_onset++;
+        else
+            out.slow_burst++;
+    }
+    double rate = (double)n_burst / (waves * SPELL_MS / 1e3);
+    out.mean_burst = n_burst ? sum_burst / (double)n_burst : 0;
+    out.queue_burst = rate > 0 ? CALLERS / rate * 1e6 : 0;
     tide_evpool_free(r.pool);
     tide_tcp_factory_free(r.factory);
     event_base_free(r.base);
     free(r.lat);
-    free(r.lat_burst);
+    free(r.lat_phase);
+    free(r.lat_at);
     if (r.failed)
         fprintf(stderr, "bench_demand: %ld requests failed\n", r.failed);
     return out;
@@ -313,52 +384,124 @@ static struct figures replay(int port, struct tide_limits limits, int waves,
 static void print(const char *name, const struct figures *f,
                   const struct figures *off)
 {
-    printf("%-22s %9llu %6llu %8.3f %9.3f%% %6lld %6.1fx %8.1f %8.1f %6.2f "
-           "%5llu %5llu %8.1f %8.1f %6.3f %8.1f %8.1f\n",
+    printf("%-12s %9llu %6llu %8.3f %6llu %8.3f %9.3f%% %6lld %6lld %6.1fx "
+           "%8.1f %8.1f %8.1f %6.2f %5llu %5llu %8.1f %8.1f %6.3f %8.1f "
+           "%8.1f\n",
            name, (unsigned long long)f->requests, (unsigned long long)f->made,
-           f->per_1000, 100.0 * f->served_ready, (long long)f->live_after,
-           (double)f->live_after / QUIET, (double)f->p50 / 1e3,
-           (double)f->p99 / 1e3, (double)f->p99 / (double)off->p99,
+           f->per_1000, (unsigned long long)f->made_cold, f->per_1000_2,
+           100.0 * f->served_ready, (long long)f->live_after,
+           (long long)f->idle_after, (double)f->idle_after / QUIET,
+           (double)f->p50 / 1e3, (double)f->p99 / 1e3, (double)f->p99_2 / 1e3,
+           (double)f->p99 / (double)off->p99,
            (unsigned long long)f->preconnects, (unsigned long long)f->retired,
            (double)f->p50_burst / 1e3, (double)f->p50_quiet / 1e3,
            f->burst_share, (double)f->p45 / 1e3, (double)f->p55 / 1e3);
+}
+
+static void print_slow(const char *name, const struct figures *f)
+{
+    printf("%-12s %6ld %6ld %6ld %6ld %6ld %9llu %10.1f %10.1f\n", name,
+           f->slow, f->slow_cold, f->slow_onset, f->slow_burst, f->slow_quiet,
+           (unsigned long long)f->waits_all, f->mean_burst, f->queue_burst);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
 {
     int waves = 10;
     int after = 30;
+    int idle = 30;
+    int repeat = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--waves"))
             waves = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--after"))
             after = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--idle"))
+            idle = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--repeat"))
+            repeat = atoi(argv[i + 1]);
     }
-    if (waves < 2 || after < 0) {
-        fprintf(stderr, "usage: %s [--waves N>=2] [--after S]\n", argv[0]);
+    if (waves < 2 || waves > 999 || after < 0 || idle < 0 || repeat < 1 ||
+        repeat > REPEAT_MAX) {
+        fprintf(stderr,
+                "usage: %s [--waves N>=2] [--after S] [--idle S] "
+                "[--repeat 1-%d]\n",
+                argv[0], REPEAT_MAX);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
     pid_t server;
     int port = echo_fork(&server);
     printf("square wave: %d and %d callers by turns, %d ms each, %d waves; "
-           "then %d callers for %d s; echo on 127.0.0.1:%d\n",
-           CALLERS, QUIET, SPELL_MS, waves, QUIET, after, port);
+           "then %d callers for %d s; then none for %d s; %d pair(s), "
+           "knobs off first in odd ones; echo on 127.0.0.1:%d\n",
+           CALLERS, QUIET, SPELL_MS, waves, QUIET, after, idle, repeat, port);
     struct tide_limits off_limits = TIDE_LIMITS(.size = 256);
     struct tide_limits on_limits =
         TIDE_LIMITS(.size = 256, .demand = TIDE_SEC(5), .preconnect = 0.9);
-    struct figures off = replay(port, off_limits, waves, after);
-    struct figures on = replay(port, on_limits, waves, after);
-    printf("%-22s %9s %6s %8s %10s %6s %7s %8s %8s %6s %5s %5s %8s %8s "
-           "%6s %8s %8s\n",
-           "variant", "requests", "made", "new/1k", "ready", "live", "xquiet",
-           "p50us", "p99us", "p99/off", "ahead", "shrunk", "p50burst",
-           "p50quiet", "bursts", "p45us", "p55us");
-    print("tidepool knobs off", &off, &off);
-    print("tidepool demand+pre", &on, &off);
-    printf("goals: new/1k <= 0.2; ready >= 99%% from the second burst; "
-           "live %d s after <= 2x quiet (%d); p99/off <= 0.8\n",
-           after, 2 * QUIET);
+    struct figures off[REPEAT_MAX], on[REPEAT_MAX];
+    for (int k = 0; k < repeat; k++) {
+        if (k % 2 == 0) {
+            off[k] = replay(port, off_limits, waves, after, idle);
+            on[k] = replay(port, on_limits, waves, after, idle);
+        } else {
+            on[k] = replay(port, on_limits, waves, after, idle);
+            off[k] = replay(port, off_limits, waves, after, idle);
+        }
+    }
+    printf("%-12s %9s %6s %8s %6s %8s %10s %6s %6s %7s %8s %8s %8s %6s %5s "
+           "%5s %8s %8s %6s %8s %8s\n",
+           "variant", "requests", "made", "new/1k", "cold", "/1k 2nd+", "ready",
+           "live", "idle", "xquiet", "p50us", "p99us", "p99 2nd+", "p99/off",
+           "ahead", "shrunk", "p50burst", "p50quiet", "bursts", "p45us",
+           "p55us");
+    char name[32];
+    for (int k = 0; k < repeat; k++) {
+        snprintf(name, sizeof name, "off.%d", k + 1);
+        print(name, &off[k], &off[k]);
+        snprintf(name, sizeof name, "on.%d", k + 1);
+        print(name, &on[k], &off[k]);
+    }
+    printf("where the p99 comes from: the requests at or above it (slow), in "
+           "the first wave (cold), a later burst's first %d ms (onset), later "
+           "in a burst, in a quiet spell; acquires that waited for a connect "
+           "over the whole trace; the bursts' mean latency (us) and 100 "
+           "callers / their rate (Little's law)\n",
+           ONSET_MS);
+    printf("%-12s %6s %6s %6s %6s %6s %9s %10s %10s\n", "variant", "slow",
+           "cold", "onset", "burst", "quiet", "waits", "mean burst",
+           "100/rate");
+    for (int k = 0; k < repeat; k++) {
+        snprintf(name, sizeof name, "off.%d", k + 1);
+        print_slow(name, &off[k]);
+        snprintf(name, sizeof name, "on.%d", k + 1);
+        print_slow(name, &on[k]);
+    }
+    double ratio[REPEAT_MAX], ratio2[REPEAT_MAX];
+    printf("p99 knobs on / off, pair by pair:");
+    for (int k = 0; k < repeat; k++) {
+        ratio[k] = (double)on[k].p99 / (double)off[k].p99;
+        ratio2[k] = (double)on[k].p99_2 / (double)off[k].p99_2;
+        printf(" %.2f", ratio[k]);
+    }
+    printf("; median %.2f; from the second burst on, median %.2f\n",
+           median(ratio, repeat), median(ratio2, repeat));
+    printf("goals: new/1k <= 0.2 (judged from the second burst on: the cold "
+           "start's are every pool's); ready >= 99%% from the second burst; "
+           "idle %d s after the load stops <= 2x quiet (%d); p99/off <= 0.8\n",
+           idle, 2 * QUIET);
     kill(server, SIGTERM);
     waitpid(server, NULL, 0);
     return 0;

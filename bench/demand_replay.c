@@ -5,12 +5,15 @@
  * starts the servers.
  *
  *   demand_replay --target PORT --origin PORT --tag NAME [--waves N]
- *                 [--after S] [--spell MS] [--log FILE] [--stats]
+ *                 [--after S] [--idle S] [--spell MS] [--log FILE] [--stats]
+ *                 [--dump FILE]
  *
  * The trace, as bench_demand's: callers in a closed loop (a request on the
  * caller's own kept connection to the proxy, its whole response, again),
  * 100 of them for --spell ms (2000) and 10 for as long by turns, --waves
- * times (10), then 10 for --after seconds (30). The 100 client connections
+ * times (10), then 10 for --after seconds (30), then none for --idle
+ * seconds (30: the load has stopped, the client connections stay open and
+ * unused). The 100 client connections
  * are opened and used once before the trace, so the proxy's accepts are
  * not in it. Each request is GET /index.html?v=TAG&w=PHASE (PHASE 2k is
  * wave k's burst, 2k+1 its quiet spell, 2 x waves the spell after), so
@@ -19,19 +22,57 @@
  *
  * It prints one line of figures, "key=value" separated by blanks:
  *   requests, new, per1k: requests over the square wave, the origin's
- *     accepts over it (its stub_status at /status, the status requests'
- *     own connections taken out) and per 1,000 requests;
- *   new2, per1k2: the same from the second burst on (the cold start out);
+ *     accepts over it (its stub_status at /status, read after every spell,
+ *     the status requests' own connections taken out) and per 1,000
+ *     requests;
+ *   new_b1, new_q1: the accepts in the first burst and the first quiet
+ *     spell: the cold start, when any pool opens about 90 (the 100
+ *     callers less the 10 the warm-up left), the same for every proxy;
+ *   new2, per1k2: the accepts from the second burst on, and per 1,000 of
+ *     those spells' requests: the square wave after the cold start;
+ *   new_phases: the accepts of each spell in order (burst, quiet, ...);
+ *   new_warm: the accepts of the warm-up (ten requests at a time), what
+ *     the proxy held when the trace began;
+ *   new_tail, new_idle: the accepts in the quiet spell after the wave and
+ *     while the load has stopped;
  *   firstreq2: from the second burst on, the share of requests that were
  *     the first on their upstream connection (--log): a proxy that
  *     connects for a request (nginx, HAProxy) made that request wait for
  *     the connect;
+ *   queued2: with --stats (demos/proxy), from the second burst on, the
+ *     share of requests that found no idle connection at once (the
+ *     proxy's try_acquire missed and it queued an acquire: the pool counts
+ *     both, so its acquires less the proxy's requests);
  *   waits2: with --stats (demos/proxy), the pool's own count from the
  *     second burst on: acquires that waited for a connect, over acquires
  *     (a preconnected connection's first request did not wait);
  *   live_after: established connections to the origin --after seconds
  *     into the quiet load (from /proc/net/tcp and tcp6), against the 10
- *     the quiet load has in flight;
+ *     the quiet load has in flight (quiet_need);
+ *   idle_after: the same --idle seconds after all load stopped (the goal's
+ *     "idle connections 30 s after the load stops"); idle_s the span;
+ *   p99_2: the p99 from the second burst on (the cold start's connects
+ *     out); p99b, p99q the bursts' and the quiet spells' apart;
+ *   slow, slow_cold, slow_onset, slow_burst, slow_quiet: where the p99
+ *     comes from: the requests at or above the p99, and how many of them
+ *     were in the first wave (cold start), started in the first ONSET_MS
+ *     of a later burst (its onset: 90 callers arrive at once), later in a
+ *     burst, or in a quiet spell;
+ *   mean_b, queue_b (us): the bursts' mean latency, and what Little's law
+ *     gives for 100 callers at the bursts' rate (100 / requests a second):
+ *     when the two agree the bursts' latency is the callers queueing for
+ *     the one CPU, not any one request's own work;
+ *   connect_us: the median time of a TCP connect to the origin from here
+ *     (20 tries before the trace): what a connect adds to a request;
+ *   waits_all (--stats): acquires that waited for a connect over the whole
+ *     trace, cold start included; first_all (--log): requests that were
+ *     the first on their upstream connection, the same for any proxy: at
+ *     most that many of the slow ones can owe anything to a connect;
+ *   preconnects, demand_retired (--stats): the pool's counts, the first
+ *     at the end of the wave, the second after the idle spell (the quiet
+ *     tail's and the stopped load's retirements in it);
+ *   wait_p99 (--stats, us): the pool's acquire wait, p99 over its last
+ *     minute, read at the end of the wave;
  *   p50, p99 (us): request latency over the square wave, and p50 of the
  *     bursts' and the quiet spells' requests apart (p50b, p50q), with the
  *     bursts' share of the requests (burst_share): the two modes are far
@@ -40,6 +81,9 @@
  *   errors: responses other than 200 and broken connections;
  *   client_cpu_us: this program's own CPU, for the script's share of the
  *     CPU that others took.
+ * --dump FILE writes each request of the square wave as a line "phase
+ * us-into-its-spell latency-us", for a closer look at where the slow ones
+ * are.
  * Figures, not assertions. */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -54,6 +98,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -61,6 +106,9 @@
 #define CALLERS 100
 #define QUIET   10
 #define LAT_MAX (1 << 23)
+/* a burst's onset, for where the slow requests come from */
+#define ONSET_MS   100
+#define PHASES_MAX (2 * 1000)
 
 struct run;
 
@@ -68,7 +116,8 @@ struct caller {
     struct run *run;
     struct bufferevent *bev;
     int64_t started;
-    int phase; /* of the request in flight */
+    int32_t at; /* us into its spell the request in flight started */
+    int phase;  /* of the request in flight */
     bool active;
     bool busy;
     bool broken;
@@ -83,6 +132,8 @@ struct run {
     struct caller callers[CALLERS];
     int64_t *lat; /* ns, one a request of the square wave */
     int *lat_phase;
+    int32_t *lat_at;     /* us from its spell's start to the request's */
+    int64_t spell_start; /* ns, the current spell's */
     size_t n_lat;
     long after_requests;
     long errors;
@@ -130,9 +181,10 @@ static void on_read(struct bufferevent *bev, void *arg)
     c->busy = false;
     if (c->phase < 0) {
         r->warm++;
-    } else if (c->phase < 2 * 1000) {
+    } else if (c->phase < PHASES_MAX) {
         if (r->n_lat < LAT_MAX) {
             r->lat[r->n_lat] = bench_mono_ns() - c->started;
+            r->lat_at[r->n_lat] = c->at;
             r->lat_phase[r->n_lat++] = c->phase;
         }
     } else {
@@ -161,6 +213,7 @@ static void go(struct caller *c)
     c->busy = true;
     c->phase = r->phase;
     c->started = bench_mono_ns();
+    c->at = (int32_t)((c->started - r->spell_start) / 1000);
     evbuffer_add_printf(bufferevent_get_output(c->bev),
                         "GET /index.html?v=%s&w=%d HTTP/1.1\r\n"
                         "Host: 127.0.0.1\r\n\r\n",
@@ -233,10 +286,11 @@ static long proxy_counter(int target, const char *name)
     if (!fetch(target, "/_tidepool/stats?format=prometheus", buf, sizeof buf))
         return -1;
     char key[96];
-    snprintf(key, sizeof key, "\ntidepool_%s{", name);
+    int n = snprintf(key, sizeof key, "\ntidepool_%s", name);
     long sum = -1;
     for (char *p = strstr(buf, key); p; p = strstr(p + 1, key)) {
-        char *v = strchr(p, '}');
+        /* name{labels} value, or name value for the proxy's own */
+        char *v = p[n] == '{' ? strchr(p, '}') : p[n] == ' ' ? p + n : NULL;
         if (v)
             sum = (sum < 0 ? 0 : sum) + strtol(v + 1, NULL, 10);
     }
@@ -244,19 +298,53 @@ static long proxy_counter(int target, const char *name)
 }
 
 struct pool_counts {
-    long acquires, waits, preconnects, retired;
+    long acquires, waits, preconnects, retired, wait_p99, live, requests;
 };
 
 static struct pool_counts pool_counts(int target, bool want)
 {
-    struct pool_counts c = {-1, -1, -1, -1};
+    struct pool_counts c = {-1, -1, -1, -1, -1, -1, -1};
     if (want) {
+        /* each read is a request of the proxy's own, with no acquire:
+         * the few between two counts lower queued2 by as many (it is
+         * held at 0) */
+        c.requests = proxy_counter(target, "proxy_requests");
         c.acquires = proxy_counter(target, "acquires");
         c.waits = proxy_counter(target, "connect_waits");
         c.preconnects = proxy_counter(target, "preconnects");
         c.retired = proxy_counter(target, "demand_retired");
+        c.wait_p99 = proxy_counter(target, "recent_p99");
+        c.live = proxy_counter(target, "live");
     }
     return c;
+}
+
+/* The median time, in us, of a blocking TCP connect to 127.0.0.1:port
+ * over `tries`: what a connect adds to the request that waits for it on
+ * this machine (the origin's accept comes after, off the critical path). */
+static double connect_median(int port, int tries)
+{
+    double t[64];
+    int n = 0;
+    for (int i = 0; i < tries && i < 64; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (fd < 0)
+            continue;
+        int64_t t0 = bench_mono_ns();
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
+            t[n++] = (double)(bench_mono_ns() - t0) / 1e3;
+        close(fd);
+    }
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && t[k - 1] > t[k]; k--) {
+            double x = t[k];
+            t[k] = t[k - 1];
+            t[k - 1] = x;
+        }
+    return n ? t[n / 2] : -1;
 }
 
 /* Established connections whose local port is port: the origin's side of
@@ -331,6 +419,52 @@ static double percentile(const struct run *r, int parity, int p, size_t *count)
     return out;
 }
 
+/* Where the requests at or above `floor` (ns: the p99) were: in the first
+ * wave (the cold start), in a later burst's first ONSET_MS, later in a
+ * burst, or in a quiet spell. */
+struct slow {
+    long all, cold, onset, burst, quiet;
+};
+
+static struct slow slow_ones(const struct run *r, double floor_us)
+{
+    struct slow s = {0};
+    int64_t floor = (int64_t)(floor_us * 1e3);
+    for (size_t i = 0; i < r->n_lat; i++) {
+        if (r->lat[i] < floor)
+            continue;
+        int ph = r->lat_phase[i];
+        s.all++;
+        if (ph < 2)
+            s.cold++;
+        else if (ph % 2)
+            s.quiet++;
+        else if (r->lat_at[i] < ONSET_MS * 1000)
+            s.onset++;
+        else
+            s.burst++;
+    }
+    return s;
+}
+
+/* The p-th percentile (0-100) of the latencies from phase `from` on, in
+ * us; 0 when none. */
+static double percentile_from(const struct run *r, int from, int p)
+{
+    int64_t *v = malloc(sizeof *v * (r->n_lat + 1));
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_lat; i++)
+        if (r->lat_phase[i] >= from)
+            v[n++] = r->lat[i];
+    double out = 0;
+    if (n) {
+        qsort(v, n, sizeof *v, cmp_i64);
+        out = (double)v[n * (size_t)p / 100] / 1e3;
+    }
+    free(v);
+    return out;
+}
+
 static int arg_int(int argc, char **argv, const char *name, int dflt)
 {
     for (int i = 1; i + 1 < argc; i++)
@@ -361,16 +495,17 @@ int main(int argc, char **argv)
     int origin = arg_int(argc, argv, "--origin", 0);
     int waves = arg_int(argc, argv, "--waves", 10);
     int after = arg_int(argc, argv, "--after", 30);
+    int idle = arg_int(argc, argv, "--idle", 30);
     int spell = arg_int(argc, argv, "--spell", 2000);
     const char *tag = arg_str(argc, argv, "--tag");
     const char *log = arg_str(argc, argv, "--log");
     bool stats = has_flag(argc, argv, "--stats");
     if (target <= 0 || origin <= 0 || !tag || waves < 2 || waves > 999 ||
-        after < 0 || spell < 1) {
+        after < 0 || idle < 0 || spell < 1) {
         fprintf(stderr,
                 "usage: %s --target PORT --origin PORT --tag NAME "
-                "[--waves N>=2] [--after S] [--spell MS] [--log FILE] "
-                "[--stats]\n",
+                "[--waves N>=2] [--after S] [--idle S] [--spell MS] "
+                "[--log FILE] [--stats] [--dump FILE]\n",
                 argv[0]);
         return 2;
     }
@@ -379,7 +514,8 @@ int main(int argc, char **argv)
     r.base = event_base_new();
     r.lat = malloc(sizeof *r.lat * LAT_MAX);
     r.lat_phase = malloc(sizeof *r.lat_phase * LAT_MAX);
-    if (!r.base || !r.lat || !r.lat_phase)
+    r.lat_at = malloc(sizeof *r.lat_at * LAT_MAX);
+    if (!r.base || !r.lat || !r.lat_phase || !r.lat_at)
         return 1;
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)target),
@@ -396,6 +532,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    double connect_us = connect_median(origin, 20);
+    long acc_pre = origin_accepts(origin);
     /* the warm-up: one request on each client connection, ten at a time
      * so the proxy opens no more than the quiet load's upstream
      * connections, which the cold start of the first burst then counts */
@@ -410,31 +548,36 @@ int main(int argc, char **argv)
                 r.warm, CALLERS);
         return 1;
     }
-    long acc0 = origin_accepts(origin);
-    long acc2 = -1;
-    struct pool_counts pc2 = {0};
+    /* the accepts before each spell and after the last; each read is an
+     * accept of its own, taken out below */
+    static long acc[PHASES_MAX + 3];
+    int nph = 2 * waves;
+    acc[0] = origin_accepts(origin);
+    struct pool_counts pc0 = pool_counts(target, stats), pc2 = {0};
     for (int w = 0; w < waves; w++) {
-        r.phase = 2 * w;
-        set_active(&r, CALLERS);
-        run_ms(&r, spell);
-        r.phase = 2 * w + 1;
-        set_active(&r, QUIET);
-        run_ms(&r, spell);
-        if (w == 0) {
-            acc2 = origin_accepts(origin);
-            pc2 = pool_counts(target, stats);
+        for (int b = 0; b < 2; b++) {
+            r.phase = 2 * w + b;
+            r.spell_start = bench_mono_ns();
+            set_active(&r, b ? QUIET : CALLERS);
+            run_ms(&r, spell);
+            acc[r.phase + 1] = origin_accepts(origin);
         }
+        if (w == 0)
+            pc2 = pool_counts(target, stats);
     }
-    long acc_end = origin_accepts(origin);
     struct pool_counts pc_end = pool_counts(target, stats);
     size_t wave_requests = r.n_lat;
     size_t first_wave = 0;
     for (size_t i = 0; i < r.n_lat; i++)
         first_wave += r.lat_phase[i] < 2;
-    r.phase = 2 * 1000;
+    r.phase = PHASES_MAX;
+    r.spell_start = bench_mono_ns();
     run_ms(&r, after * 1000);
     long live_after = established_to(origin);
+    long acc_tail = origin_accepts(origin);
+    /* the load stops: every caller's last answer, then idle seconds */
     set_active(&r, 0);
+    int64_t stopped = bench_mono_ns();
     for (int t = 0; t < 200; t++) {
         bool any = false;
         for (int i = 0; i < CALLERS; i++)
@@ -443,33 +586,80 @@ int main(int argc, char **argv)
             break;
         run_ms(&r, 10);
     }
+    int left_ms = idle * 1000 - (int)((bench_mono_ns() - stopped) / 1000000);
+    if (left_ms > 0)
+        run_ms(&r, left_ms);
+    long idle_after = established_to(origin);
+    long acc_idle = origin_accepts(origin);
+    struct pool_counts pc_idle = pool_counts(target, stats);
     /* the log is buffered for a second at the origin */
     sleep(2);
-    long total2, first2;
-    first_requests(log, tag, 2, 2 * waves, &total2, &first2);
+    long total2, first2, total_all, first_all;
+    first_requests(log, tag, 2, nph, &total2, &first2);
+    first_requests(log, tag, 0, nph, &total_all, &first_all);
 
     /* each status request was one accept of its own */
-    long news = acc_end - acc0 - 2, news2 = acc_end - acc2 - 1;
+    long news = acc[nph] - acc[0] - nph, news2 = acc[nph] - acc[2] - (nph - 2);
     size_t nb, nq;
     double p50b = percentile(&r, 0, 50, &nb);
     double p50q = percentile(&r, 1, 50, &nq);
-    printf("tag=%s requests=%zu new=%ld per1k=%.3f new2=%ld per1k2=%.3f "
-           "firstreq2=%.4f",
+    double p99 = percentile(&r, -1, 99, NULL);
+    printf("tag=%s requests=%zu new=%ld per1k=%.3f new_b1=%ld new_q1=%ld "
+           "new2=%ld per1k2=%.3f firstreq2=%.4f",
            tag, wave_requests, news, 1000.0 * (double)news / wave_requests,
-           news2, 1000.0 * (double)news2 / (double)(wave_requests - first_wave),
+           acc[1] - acc[0] - 1, acc[2] - acc[1] - 1, news2,
+           1000.0 * (double)news2 / (double)(wave_requests - first_wave),
            total2 ? (double)first2 / (double)total2 : -1.0);
+    printf(" new_phases=");
+    for (int ph = 0; ph < nph; ph++)
+        printf("%s%ld", ph ? "," : "", acc[ph + 1] - acc[ph] - 1);
+    printf(" new_warm=%ld new_tail=%ld new_idle=%ld", acc[0] - acc_pre - 1,
+           acc_tail - acc[nph] - 1, acc_idle - acc_tail - 1);
+    if (stats) {
+        long queued =
+            pc_end.acquires - pc2.acquires - (pc_end.requests - pc2.requests);
+        printf(" queued2=%.4f", (double)(queued > 0 ? queued : 0) /
+                                    (double)(pc_end.requests - pc2.requests));
+    }
     if (stats)
-        printf(" waits2=%.4f preconnects=%ld demand_retired=%ld",
+        printf(" waits2=%.4f waits_all=%ld preconnects=%ld demand_retired=%ld "
+               "wait_p99=%.1f idle_pool_live=%ld",
                (double)(pc_end.waits - pc2.waits) /
                    (double)(pc_end.acquires - pc2.acquires),
-               pc_end.preconnects, pc_end.retired);
+               pc_end.waits - pc0.waits, pc_end.preconnects, pc_idle.retired,
+               (double)pc_end.wait_p99 / 1e3, pc_idle.live);
     else
-        printf(" waits2=- preconnects=- demand_retired=-");
-    printf(" live_after=%ld after_s=%d p50=%.1f p99=%.1f p50b=%.1f p50q=%.1f "
-           "burst_share=%.3f logged2=%ld after_requests=%ld errors=%ld",
-           live_after, after, percentile(&r, -1, 50, NULL),
-           percentile(&r, -1, 99, NULL), p50b, p50q,
-           (double)nb / (double)(nb + nq), total2, r.after_requests, r.errors);
+        printf(" waits2=- waits_all=- preconnects=- demand_retired=- "
+               "wait_p99=- idle_pool_live=-");
+    printf(" live_after=%ld after_s=%d idle_after=%ld idle_s=%d "
+           "quiet_need=%d p50=%.1f p99=%.1f p50b=%.1f p50q=%.1f "
+           "burst_share=%.3f logged2=%ld first_all=%ld after_requests=%ld "
+           "errors=%ld",
+           live_after, after, idle_after, idle, QUIET,
+           percentile(&r, -1, 50, NULL), p99, p50b, p50q,
+           (double)nb / (double)(nb + nq), total2, first_all, r.after_requests,
+           r.errors);
+    const char *dump = arg_str(argc, argv, "--dump");
+    FILE *df = dump ? fopen(dump, "w") : NULL;
+    for (size_t i = 0; df && i < r.n_lat; i++)
+        fprintf(df, "%d %d %.1f\n", r.lat_phase[i], (int)r.lat_at[i],
+                (double)r.lat[i] / 1e3);
+    if (df)
+        fclose(df);
+    /* where the p99 comes from */
+    struct slow sl = slow_ones(&r, p99);
+    double sum_b = 0;
+    for (size_t i = 0; i < r.n_lat; i++)
+        if (r.lat_phase[i] % 2 == 0)
+            sum_b += (double)r.lat[i] / 1e3;
+    double rate_b = (double)nb / ((double)waves * spell / 1e3);
+    printf(" p99_2=%.1f p99b=%.1f p99q=%.1f slow=%ld slow_cold=%ld "
+           "slow_onset=%ld slow_burst=%ld slow_quiet=%ld mean_b=%.1f "
+           "queue_b=%.1f connect_us=%.1f",
+           percentile_from(&r, 2, 99), percentile(&r, 0, 99, NULL),
+           percentile(&r, 1, 99, NULL), sl.all, sl.cold, sl.onset, sl.burst,
+           sl.quiet, nb ? sum_b / (double)nb : 0,
+           rate_b > 0 ? CALLERS / rate_b * 1e6 : 0, connect_us);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf(" client_cpu_us=%.0f",
@@ -480,5 +670,6 @@ int main(int argc, char **argv)
     event_base_free(r.base);
     free(r.lat);
     free(r.lat_phase);
+    free(r.lat_at);
     return 0;
 }
