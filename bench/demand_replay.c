@@ -399,14 +399,17 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The p-th percentile (0-100) of the latencies whose phase is odd (quiet),
- * even (burst) or any (parity -1), in us; 0 when none. */
-static double percentile(const struct run *r, int parity, int p, size_t *count)
+/* The p-th percentile (0-100) of the latencies from phase `from` on whose
+ * phase is odd (quiet), even (burst) or any (parity -1), in us; 0 when
+ * none. */
+static double percentile(const struct run *r, int from, int parity, int p,
+                         size_t *count)
 {
     int64_t *v = malloc(sizeof *v * (r->n_lat + 1));
     size_t n = 0;
     for (size_t i = 0; i < r->n_lat; i++)
-        if (parity < 0 || r->lat_phase[i] % 2 == parity)
+        if (r->lat_phase[i] >= from &&
+            (parity < 0 || r->lat_phase[i] % 2 == parity))
             v[n++] = r->lat[i];
     double out = 0;
     if (n) {
@@ -445,24 +448,6 @@ static struct slow slow_ones(const struct run *r, double floor_us)
             s.burst++;
     }
     return s;
-}
-
-/* The p-th percentile (0-100) of the latencies from phase `from` on, in
- * us; 0 when none. */
-static double percentile_from(const struct run *r, int from, int p)
-{
-    int64_t *v = malloc(sizeof *v * (r->n_lat + 1));
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_lat; i++)
-        if (r->lat_phase[i] >= from)
-            v[n++] = r->lat[i];
-    double out = 0;
-    if (n) {
-        qsort(v, n, sizeof *v, cmp_i64);
-        out = (double)v[n * (size_t)p / 100] / 1e3;
-    }
-    free(v);
-    return out;
 }
 
 static int arg_int(int argc, char **argv, const char *name, int dflt)
@@ -601,9 +586,9 @@ int main(int argc, char **argv)
     /* each status request was one accept of its own */
     long news = acc[nph] - acc[0] - nph, news2 = acc[nph] - acc[2] - (nph - 2);
     size_t nb, nq;
-    double p50b = percentile(&r, 0, 50, &nb);
-    double p50q = percentile(&r, 1, 50, &nq);
-    double p99 = percentile(&r, -1, 99, NULL);
+    double p50b = percentile(&r, 0, 0, 50, &nb);
+    double p50q = percentile(&r, 0, 1, 50, &nq);
+    double p99 = percentile(&r, 0, -1, 99, NULL);
     printf("tag=%s requests=%zu new=%ld per1k=%.3f new_b1=%ld new_q1=%ld "
            "new2=%ld per1k2=%.3f firstreq2=%.4f",
            tag, wave_requests, news, 1000.0 * (double)news / wave_requests,
@@ -636,7 +621,7 @@ int main(int argc, char **argv)
            "burst_share=%.3f logged2=%ld first_all=%ld after_requests=%ld "
            "errors=%ld",
            live_after, after, idle_after, idle, QUIET,
-           percentile(&r, -1, 50, NULL), p99, p50b, p50q,
+           percentile(&r, 0, -1, 50, NULL), p99, p50b, p50q,
            (double)nb / (double)(nb + nq), total2, first_all, r.after_requests,
            r.errors);
     const char *dump = arg_str(argc, argv, "--dump");
@@ -656,8 +641,8 @@ int main(int argc, char **argv)
     printf(" p99_2=%.1f p99b=%.1f p99q=%.1f slow=%ld slow_cold=%ld "
            "slow_onset=%ld slow_burst=%ld slow_quiet=%ld mean_b=%.1f "
            "queue_b=%.1f connect_us=%.1f",
-           percentile_from(&r, 2, 99), percentile(&r, 0, 99, NULL),
-           percentile(&r, 1, 99, NULL), sl.all, sl.cold, sl.onset, sl.burst,
+           percentile(&r, 2, -1, 99, NULL), percentile(&r, 0, 0, 99, NULL),
+           percentile(&r, 0, 1, 99, NULL), sl.all, sl.cold, sl.onset, sl.burst,
            sl.quiet, nb ? sum_b / (double)nb : 0,
            rate_b > 0 ? CALLERS / rate_b * 1e6 : 0, connect_us);
     struct rusage ru;
