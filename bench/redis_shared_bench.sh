@@ -1,6 +1,10 @@
 #!/bin/sh
 # The pooled Redis client's shared connections (auto-pipelining: streams
-# 64 on at most 4 connections) beside today's exclusive client (streams 1:
+# 64 on at most 4 connections, spread, preconnect 20%: the configuration a
+# user picks for throughput on a few connections, as the pool then opens
+# the next connection once the callers fill a fifth of the open ones' room
+# and spreads them over all 4, where pack or spread alone would put up to
+# 64 callers on one connection in strict ping-pong) beside today's exclusive client (streams 1:
 # a connection per command in flight), hiredis's own asynchronous context
 # on libevent driven by the same callers (bench/redis_hiredis_async.c: one
 # connection), and `redis-benchmark -P 16 -c 4` (16 commands pipelined on
@@ -19,6 +23,13 @@
 # client and >= 1.0x hiredis async on <= 4 connections, >= 0.7x
 # redis-benchmark -P 16 -c 4; at c1 the shared client's p99 <= 1.1x the
 # exclusive one's.
+#
+# The same shape as redis-benchmark's, for a fair cell: at c50 the shared
+# client on 4 connections of 13 (--streams 13 --conns 4: 52 in flight at
+# most) beside `redis-benchmark -P 13 -c 4` (52 in flight), and at c64 on
+# 4 connections of 16 (--streams 16 --conns 4) beside -P 16 -c 4 (64 in
+# flight). The row "shape" is that run; its ratio is the median of the
+# run-by-run ratios.
 #
 # CONCS="50" (the environment) runs those concurrencies only (preset "1
 # 10 50 200"). With several runs the goals are given both as the ratio of
@@ -121,7 +132,20 @@ tide_excl() { # op conc
 tide_shared() {
     n=$(count "$2")
     measure shared "$1" "$2" $((n + 10 * $2)) "$LOAD" --port "$PORT" -t "$1" -c "$2" -n "$n" --csv \
-        --streams 64 --conns 4
+        --streams 64 --conns 4 --spread --preconnect 20
+}
+# the shape of redis-benchmark -P K -c 4: K in flight on each of 4
+# connections (c50: 13, as -P 13; c64: 16, as -P 16); none at other
+# concurrencies
+shape_k() {
+    case $1 in 50) echo 13 ;; 64) echo 16 ;; *) echo 0 ;; esac
+}
+tide_shape() {
+    k=$(shape_k "$2")
+    [ "$k" -gt 0 ] || return 0
+    n=$(count "$2")
+    measure shape "$1" "$2" $((n + 10 * $2)) "$LOAD" --port "$PORT" -t "$1" -c "$2" -n "$n" --csv \
+        --streams "$k" --conns 4
 }
 hiredis() {
     n=$(count "$2")
@@ -129,15 +153,15 @@ hiredis() {
 }
 # redis-benchmark's CSV: "test","rps","avg","min","p50","p95","p99","max"
 # (latencies in ms), one line a test; 4 connections, CPU over all it sent
-pipelined() { # op
-    op=$1
+pipelined() { # op [depth, preset 16]
+    op=$1 depth=${2:-16}
     m=$((N * 4))
     line=$(timeout 300 /usr/bin/time -f "%U %S" -o "$DIR/time" $CLIENT_CPU \
-        redis-benchmark -p "$PORT" -t "$(echo "$op" | tr A-Z a-z)" -P 16 -c 4 -n "$m" --csv |
+        redis-benchmark -p "$PORT" -t "$(echo "$op" | tr A-Z a-z)" -P "$depth" -c 4 -n "$m" --csv |
         tail -1)
     cpu=$(awk -v n="$m" '{ printf "%.2f", ($1 + $2) * 1e6 / n }' "$DIR/time")
     echo "$line" | tr -d '"' | awk -F, -v cpu="$cpu" \
-        '{ printf "%s %.1f %.1f 4 %s\n", $2, $5 * 1000, $7 * 1000, cpu }' >>"$DIR/rbP16-$op-4"
+        '{ printf "%s %.1f %.1f 4 %s\n", $2, $5 * 1000, $7 * 1000, cpu }' >>"$DIR/rbP$depth-$op-4"
 }
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
@@ -145,10 +169,13 @@ for run in $(seq "$RUNS"); do
     for op in GET SET; do
         for c in $CONCS; do
             case $(((run + c) % 3)) in
-            0) tide_excl $op $c; tide_shared $op $c; hiredis $op $c ;;
-            1) tide_shared $op $c; hiredis $op $c; tide_excl $op $c ;;
-            *) hiredis $op $c; tide_excl $op $c; tide_shared $op $c ;;
+            0) tide_excl $op $c; tide_shared $op $c; hiredis $op $c; tide_shape $op $c ;;
+            1) tide_shared $op $c; tide_shape $op $c; hiredis $op $c; tide_excl $op $c ;;
+            *) tide_shape $op $c; hiredis $op $c; tide_excl $op $c; tide_shared $op $c ;;
             esac
+            # each shape cell beside the redis-benchmark run of its shape
+            k=$(shape_k "$c")
+            if [ "$k" -gt 0 ] && [ "$k" -ne 16 ]; then pipelined $op "$k"; fi
         done
         pipelined $op
     done
@@ -165,40 +192,59 @@ ratio() {
 echo "redis_shared_bench: $RUNS run(s) interleaved, $N requests a cell ($((N / 4)) at c1), $PINNED"
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(nproc) CPUs"
 echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
-echo "shared: redis_load --streams 64 --conns 4; exclusive: redis_load (streams 1, a connection per caller);"
-echo "hiredis: one redisAsyncContext on libevent; -P16: redis-benchmark -P 16 -c 4 (-n $((N * 4)))"
+echo "shared: redis_load --streams 64 --conns 4 --spread --preconnect 20 (the callers spread over 4 connections);"
+echo "shape: redis_load --streams K --conns 4, K 13 at c50 and 16 at c64 (redis-benchmark -P K -c 4's shape);"
+echo "exclusive: redis_load (streams 1, a connection per caller); hiredis: one redisAsyncContext on libevent;"
+echo "-P16, -P13: redis-benchmark -P 16 (13) -c 4 (-n $((N * 4)))"
 printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" op conc client req/s p50_us p99_us conns cpu_us/cmd
 for op in GET SET; do
     for c in $CONCS; do
-        for v in shared excl hiredis; do
+        for v in shared excl hiredis shape; do
             f="$v-$op-$c"
+            [ -f "$DIR/$f" ] || continue
             printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" $op c$c $v "$(median "$f" 1)" \
                 "$(median "$f" 2)" "$(median "$f" 3)" "$(median "$f" 4)" "$(median "$f" 5)"
         done
     done
-    f="rbP16-$op-4"
-    printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" $op c4 -P16 "$(median "$f" 1)" \
-        "$(median "$f" 2)" "$(median "$f" 3)" "$(median "$f" 4)" "$(median "$f" 5)"
+    for d in 16 13; do
+        f="rbP$d-$op-4"
+        [ -f "$DIR/$f" ] || continue
+        printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" $op c4 -P$d "$(median "$f" 1)" \
+            "$(median "$f" 2)" "$(median "$f" 3)" "$(median "$f" 4)" "$(median "$f" 5)"
+    done
 done
 # A B: the median of the run-by-run ratios of their requests/s
 paired() {
     paste -d' ' "$DIR/$1" "$DIR/$2" | awk '{ print $1 / $6 }' | sort -g |
         awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }'
 }
-case " $CONCS " in *" 50 "*) ;; *) exit 0 ;; esac
+case " $CONCS " in *" 50 "*) HAS50=1 ;; *) HAS50=0 ;; esac
+if [ $HAS50 -eq 1 ]; then
+    echo
+    echo "goals at c50 (shared on <= 4 connections): / exclusive >= 3, / hiredis >= 1.0, / -P16 >= 0.7;"
+    echo "at c1: shared p99 / exclusive p99 <= 1.1. Each: the ratio of the medians (run-by-run median)"
+    printf "%-4s %13s %13s %13s %13s %6s\n" op "/excl" "/hiredis" "/-P16" "c1 p99" conns
+    for op in GET SET; do
+        s=$(median "shared-$op-50" 1)
+        c1="-"
+        if [ -f "$DIR/shared-$op-1" ]; then
+            c1="$(ratio "$(median "shared-$op-1" 3)" "$(median "excl-$op-1" 3)")"
+        fi
+        printf "%-4s %13s %13s %13s %13s %6s\n" $op \
+            "$(ratio "$s" "$(median "excl-$op-50" 1)") ($(paired "shared-$op-50" "excl-$op-50"))" \
+            "$(ratio "$s" "$(median "hiredis-$op-50" 1)") ($(paired "shared-$op-50" "hiredis-$op-50"))" \
+            "$(ratio "$s" "$(median "rbP16-$op-4" 1)") ($(paired "shared-$op-50" "rbP16-$op-4"))" \
+            "$c1" "$(median "shared-$op-50" 4)"
+    done
+fi
+# the fair cells: the same number in flight on 4 connections as
+# redis-benchmark's, the median of the run-by-run ratios
 echo
-echo "goals at c50 (shared on <= 4 connections): / exclusive >= 3, / hiredis >= 1.0, / -P16 >= 0.7;"
-echo "at c1: shared p99 / exclusive p99 <= 1.1. Each: the ratio of the medians (run-by-run median)"
-printf "%-4s %13s %13s %13s %13s %6s\n" op "/excl" "/hiredis" "/-P16" "c1 p99" conns
+echo "same shape (4 connections, as many in flight), median of run-by-run ratios of req/s:"
+printf "%-4s %22s %22s %22s\n" op "shared c50 / -P13" "shape c50 / -P13" "shape c64 / -P16"
 for op in GET SET; do
-    s=$(median "shared-$op-50" 1)
-    c1="-"
-    if [ -f "$DIR/shared-$op-1" ]; then
-        c1="$(ratio "$(median "shared-$op-1" 3)" "$(median "excl-$op-1" 3)")"
-    fi
-    printf "%-4s %13s %13s %13s %13s %6s\n" $op \
-        "$(ratio "$s" "$(median "excl-$op-50" 1)") ($(paired "shared-$op-50" "excl-$op-50"))" \
-        "$(ratio "$s" "$(median "hiredis-$op-50" 1)") ($(paired "shared-$op-50" "hiredis-$op-50"))" \
-        "$(ratio "$s" "$(median "rbP16-$op-4" 1)") ($(paired "shared-$op-50" "rbP16-$op-4"))" \
-        "$c1" "$(median "shared-$op-50" 4)"
+    a="-" b="-" c="-"
+    [ -f "$DIR/shape-$op-50" ] && a=$(paired "shared-$op-50" "rbP13-$op-4") && b=$(paired "shape-$op-50" "rbP13-$op-4")
+    [ -f "$DIR/shape-$op-64" ] && c=$(paired "shape-$op-64" "rbP16-$op-4")
+    printf "%-4s %22s %22s %22s\n" $op "$a" "$b" "$c"
 done

@@ -149,8 +149,8 @@ bool tide_demo_load_init(struct tide_demo_load *l, const char *prog,
  * on stderr), or a send fails: its error once on stderr, and no request is
  * sent after it (the loop is not entered when it failed before; the
  * requests already sent are left to the client's free), or the run gives
- * up (see tide_demo_load_answered). Then the latencies are sorted. -1 when
- * out of memory, else 0 (what the run achieved is in l: see
+ * up (see tide_demo_load_answered). Then the latencies at p50 and p99 are put
+ * in place. -1 when out of memory, else 0 (what the run achieved is in l: see
  * tide_demo_load_ok). */
 int tide_demo_load_run(struct tide_demo_load *l,
                        const struct tide_demo_load_ops *ops, void *arg,

@@ -48,6 +48,17 @@
  * connection. With streams 1 (the pool's preset) every command or
  * pipeline borrows a connection of its own, as below.
  *
+ * For throughput on a few connections: SPREAD with pool.limits.preconnect,
+ * e.g. {.size = 4, .streams = 64, .sharing = TIDE_SHARING_SPREAD,
+ * .preconnect = 0.2}. Neither PACK nor SPREAD alone opens a connection
+ * while one has room, so up to K callers queue on one connection in strict
+ * ping-pong (the client idle while the server works, and the other way
+ * round); preconnect opens the next once the commands in flight reach that
+ * share of the open connections' room (ceil(in flight / (share x K)), so
+ * 50 callers get 4 connections at 0.2), and SPREAD puts the callers on all
+ * of them, each connection's write overlapping the others' replies. At
+ * one caller it still opens one connection.
+ *
  * Which commands take which path (session.c): these take an exclusive
  * loan, a connection nobody else's commands share while they run, so
  * they never delay shared commands and no shared command runs in their

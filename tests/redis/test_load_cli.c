@@ -53,6 +53,8 @@ START_TEST(bad_numbers_are_refused_by_name)
     EXPECT(r, 2, "-d", "' 3'");
     r = RUN(10000, "--db", "x");
     EXPECT(r, 2, "--db", "'x'");
+    r = RUN(10000, "--preconnect", "101");
+    EXPECT(r, 2, "--preconnect", "'101'");
     r = RUN(10000, "--port");
     EXPECT(r, 2, "--port needs a value");
     r = RUN(10000, "--prot", "1");
@@ -69,6 +71,31 @@ START_TEST(good_numbers_run)
     EXPECT(r, 0, "");
     ck_assert_msg(strstr(r.out, "tcp GET c2: 20 requests"), "stdout: %s",
                   r.out);
+}
+END_TEST
+
+/* The configuration for throughput on a few connections: --preconnect
+ * opens the next connection once the callers fill a share of the open
+ * ones' room, so 50 callers on streams 64 spread over all 4 connections
+ * rather than queue on one (the CSV line's last column: connections made,
+ * the warm-up's included). */
+START_TEST(preconnect_spreads_over_the_connections)
+{
+    char port[16];
+    port_str(port, sizeof port, rx->server.port);
+    struct tide_test_prog_run r =
+        RUN(30000, "--port", port, "-n", "2000", "-c", "50", "--streams", "64",
+            "--conns", "4", "--spread", "--preconnect", "20", "--csv",
+            "--seconds", "20");
+    EXPECT(r, 0, "");
+    const char *last = strrchr(r.out, ',');
+    ck_assert_msg(last && strtol(last + 1, NULL, 10) == 4, "stdout: %s", r.out);
+    /* without it, one connection carries all 50 */
+    r = RUN(30000, "--port", port, "-n", "2000", "-c", "50", "--streams", "64",
+            "--conns", "4", "--spread", "--csv", "--seconds", "20");
+    EXPECT(r, 0, "");
+    last = strrchr(r.out, ',');
+    ck_assert_msg(last && strtol(last + 1, NULL, 10) == 1, "stdout: %s", r.out);
 }
 END_TEST
 
@@ -101,7 +128,8 @@ START_TEST(help_says_options_exit_0)
     EXPECT(r, 0, "");
     ck_assert_msg(strstr(r.out, "usage: redis_load") &&
                       strstr(r.out, "--password-file FILE") &&
-                      strstr(r.out, "--reconnect"),
+                      strstr(r.out, "--reconnect") &&
+                      strstr(r.out, "--preconnect PCT"),
                   "stdout: %s", r.out);
     ck_assert_msg(!strstr(r.err, "unknown option"), "stderr: %s", r.err);
 }
@@ -353,6 +381,7 @@ static Suite *make_suite(void)
     redis_fixture_add(tc, 90);
     tcase_add_test(tc, bad_numbers_are_refused_by_name);
     tcase_add_test(tc, good_numbers_run);
+    tcase_add_test(tc, preconnect_spreads_over_the_connections);
     tcase_add_test(tc, missing_cacert_named);
     tcase_add_test(tc, help_says_options_exit_0);
     tcase_add_test(tc, refused_port_stops_at_once);
