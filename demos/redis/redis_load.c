@@ -55,7 +55,6 @@
  * the client's CPU per command that the benches report). */
 struct load {
     struct tide_redis_client *client;
-    const char *op;
     char *value;
     size_t value_len;
     int argc;
@@ -266,7 +265,7 @@ static int run_load(const struct tide_demo_load_args *a, const char *path,
 {
     int exit_code = 1;
     struct tide_demo_load run = {0};
-    struct load l = {.op = upper, .value_len = (size_t)a->size};
+    struct load l = {.value_len = (size_t)a->size};
     l.value = malloc(l.value_len + 1);
     if (!l.value) {
         fprintf(stderr,

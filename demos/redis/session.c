@@ -32,9 +32,16 @@
 
 #include "redis_internal.h"
 
+static bool same(const char *word, size_t len, const char *name,
+                 size_t name_len)
+{
+    return len == name_len && strncasecmp(word, name, len) == 0;
+}
+
+/* name: a literal, whose strlen the compiler counts */
 static bool is(const char *word, size_t len, const char *name)
 {
-    return len == strlen(name) && strncasecmp(word, name, len) == 0;
+    return same(word, len, name, strlen(name));
 }
 
 /* A command's name with its length, counted once at compile time: every
@@ -53,7 +60,7 @@ struct word {
 static bool any(const char *word, size_t len, const struct word *names)
 {
     for (; names->name; names++)
-        if (len == names->len && strncasecmp(word, names->name, len) == 0)
+        if (same(word, len, names->name, names->len))
             return true;
     return false;
 }
