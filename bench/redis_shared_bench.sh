@@ -4,8 +4,9 @@
 # user picks for throughput on a few connections, as the pool then opens
 # the next connection once the callers fill a fifth of the open ones' room
 # and spreads them over all 4, where pack or spread alone would put up to
-# 64 callers on one connection in strict ping-pong) beside today's exclusive client (streams 1:
-# a connection per command in flight), hiredis's own asynchronous context
+# 64 callers on one connection in strict ping-pong) beside today's
+# exclusive client (streams 1: a connection per command in flight),
+# hiredis's own asynchronous context
 # on libevent driven by the same callers (bench/redis_hiredis_async.c: one
 # connection), and `redis-benchmark -P 16 -c 4` (16 commands pipelined on
 # each of 4 connections), against one redis-server started here on
@@ -197,20 +198,23 @@ echo "shape: redis_load --streams K --conns 4, K 13 at c50 and 16 at c64 (redis-
 echo "exclusive: redis_load (streams 1, a connection per caller); hiredis: one redisAsyncContext on libevent;"
 echo "-P16, -P13: redis-benchmark -P 16 (13) -c 4 (-n $((N * 4)))"
 printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" op conc client req/s p50_us p99_us conns cpu_us/cmd
+# OP CONC CLIENT FILE: one line of the table, each figure FILE's median
+row() {
+    printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" "$1" "$2" "$3" "$(median "$4" 1)" \
+        "$(median "$4" 2)" "$(median "$4" 3)" "$(median "$4" 4)" "$(median "$4" 5)"
+}
 for op in GET SET; do
     for c in $CONCS; do
         for v in shared excl hiredis shape; do
             f="$v-$op-$c"
             [ -f "$DIR/$f" ] || continue
-            printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" $op c$c $v "$(median "$f" 1)" \
-                "$(median "$f" 2)" "$(median "$f" 3)" "$(median "$f" 4)" "$(median "$f" 5)"
+            row $op c$c $v "$f"
         done
     done
     for d in 16 13; do
         f="rbP$d-$op-4"
         [ -f "$DIR/$f" ] || continue
-        printf "%-4s %-5s %-8s %9s %8s %8s %6s %8s\n" $op c4 -P$d "$(median "$f" 1)" \
-            "$(median "$f" 2)" "$(median "$f" 3)" "$(median "$f" 4)" "$(median "$f" 5)"
+        row $op c4 -P$d "$f"
     done
 done
 # A B: the median of the run-by-run ratios of their requests/s
