@@ -14,8 +14,8 @@
 #
 #   bench/redis_shared_bench.sh [--quick] [BUILD_DIR] [REQUESTS] [RUNS]
 #
-# GET and SET at c1, c10, c50 and c200. The server is pinned to CPU 0 and
-# every client to CPU 1 (taskset), and the variants are interleaved: for
+# GET and SET at c1, c10, c50, c64 and c200. The server is pinned to CPU
+# 0 and every client to CPU 1 (taskset), and the variants are interleaved: for
 # each cell, one run of each, the order turned by one each run; RUNS runs
 # (preset 1), each cell the median. Each run prints requests/s, p50 and
 # p99 latency, the connections it opened, and the client's CPU time per
@@ -30,10 +30,11 @@
 # most) beside `redis-benchmark -P 13 -c 4` (52 in flight), and at c64 on
 # 4 connections of 16 (--streams 16 --conns 4) beside -P 16 -c 4 (64 in
 # flight). The row "shape" is that run; its ratio is the median of the
-# run-by-run ratios.
+# run-by-run ratios. Beside them, the shared client at c200 (more in
+# flight than -P 16 -c 4's 64) against -P 16 -c 4.
 #
 # CONCS="50" (the environment) runs those concurrencies only (preset "1
-# 10 50 200"). With several runs the goals are given both as the ratio of
+# 10 50 64 200"). With several runs the goals are given both as the ratio of
 # the medians and as the median of the run-by-run ratios.
 #
 # Bounded: REQUESTS a cell (preset 40,000, a quarter at c1; --quick
@@ -52,7 +53,7 @@ else
     N=${2:-40000}
 fi
 RUNS=${3:-1}
-CONCS=${CONCS:-1 10 50 200}
+CONCS=${CONCS:-1 10 50 64 200}
 LOAD=$BUILD/demos/redis/redis_load
 HIREDIS=$BUILD/bench/redis_hiredis_async
 
@@ -245,10 +246,12 @@ fi
 # redis-benchmark's, the median of the run-by-run ratios
 echo
 echo "same shape (4 connections, as many in flight), median of run-by-run ratios of req/s:"
-printf "%-4s %22s %22s %22s\n" op "shared c50 / -P13" "shape c50 / -P13" "shape c64 / -P16"
+printf "%-4s %19s %19s %19s %19s\n" op "shared c50 / -P13" "shape c50 / -P13" "shape c64 / -P16" \
+    "shared c200 / -P16"
 for op in GET SET; do
-    a="-" b="-" c="-"
+    a="-" b="-" c="-" d="-"
     [ -f "$DIR/shape-$op-50" ] && a=$(paired "shared-$op-50" "rbP13-$op-4") && b=$(paired "shape-$op-50" "rbP13-$op-4")
     [ -f "$DIR/shape-$op-64" ] && c=$(paired "shape-$op-64" "rbP16-$op-4")
-    printf "%-4s %22s %22s %22s\n" $op "$a" "$b" "$c"
+    [ -f "$DIR/shared-$op-200" ] && d=$(paired "shared-$op-200" "rbP16-$op-4")
+    printf "%-4s %19s %19s %19s %19s\n" $op "$a" "$b" "$c" "$d"
 done
