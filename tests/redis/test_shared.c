@@ -159,6 +159,59 @@ START_TEST(answered_loan_ends_before_callback)
 }
 END_TEST
 
+/* A client freed from the callback of a command whose connection carries
+ * others: that command's loan ended before its callback, the rest are
+ * dropped unanswered (ASan: nothing left behind, nothing used after). */
+struct freeing {
+    struct tide_redis_client *c;
+    int calls;
+};
+
+static void free_client(struct tide_redis_client *c, int status,
+                        const struct redisReply *reply, const char *message,
+                        void *arg)
+{
+    (void)c, (void)reply, (void)message;
+    struct freeing *f = arg;
+    ck_assert_int_eq(status, 0);
+    f->calls++;
+    tide_redis_client_free(f->c);
+}
+
+static void count_call(struct tide_redis_client *c, int status,
+                       const struct redisReply *reply, const char *message,
+                       void *arg)
+{
+    (void)c, (void)status, (void)reply, (void)message;
+    ((struct freeing *)arg)->calls++;
+}
+
+static bool freed_once(void *arg)
+{
+    return ((struct freeing *)arg)->calls > 0;
+}
+
+START_TEST(free_from_a_shared_callback)
+{
+    struct tide_redis_options o = shared_options(1, 8);
+    struct tide_redis_client *c = client_new(&o);
+    struct answer a = CMD(c, "PING");
+    ck_assert_int_eq(a.status, 0);
+    answer_clear(&a);
+    struct freeing first = {.c = c}, rest = {0};
+    const char *argv[] = {"PING"};
+    ck_assert_int_eq(tide_redis_command(c, 1, argv, NULL, free_client, &first),
+                     0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(
+            tide_redis_command(c, 1, argv, NULL, count_call, &rest), 0);
+    ck_assert(run_until(freed_once, &first, 5000));
+    run_ms(50);
+    ck_assert_int_eq(first.calls, 1);
+    ck_assert_int_eq(rest.calls, 0);
+}
+END_TEST
+
 /* A pipeline's commands stay together and in order among other callers'. */
 struct piped {
     char key[32], value[32];
@@ -857,6 +910,7 @@ static Suite *suite(void)
     tcase_add_test(tc, one_pass_one_write);
     tcase_add_test(tc, spread_over_streams);
     tcase_add_test(tc, answered_loan_ends_before_callback);
+    tcase_add_test(tc, free_from_a_shared_callback);
     tcase_add_test(tc, pipelines_stay_together);
     tcase_add_test(tc, one_timeout_among_1000);
     tcase_add_test(tc, late_replies_bounded);
