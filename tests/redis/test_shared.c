@@ -111,6 +111,107 @@ START_TEST(spread_over_streams)
 }
 END_TEST
 
+/* A command answered while others share its connection has given its loan
+ * back when its callback runs; the connection's last loan is kept through
+ * its callback. */
+struct loans_seen {
+    int64_t loans[2];
+    int calls;
+};
+
+static void note_loans(struct tide_redis_client *c, int status,
+                       const struct redisReply *reply, const char *message,
+                       void *arg)
+{
+    (void)reply, (void)message;
+    struct loans_seen *seen = arg;
+    ck_assert_int_eq(status, 0);
+    struct tide_evpool_stats ps;
+    tide_evpool_stats(tide_redis_client_pool(c), &ps);
+    seen->loans[seen->calls++] = ps.loans;
+}
+
+static bool both_seen(void *arg)
+{
+    return ((struct loans_seen *)arg)->calls == 2;
+}
+
+START_TEST(answered_loan_ends_before_callback)
+{
+    struct tide_redis_options o = shared_options(1, 4);
+    struct tide_redis_client *c = client_new(&o);
+    struct answer a = CMD(c, "PING");
+    ck_assert_int_eq(a.status, 0);
+    answer_clear(&a);
+    /* two commands on the one connection, in one write */
+    struct loans_seen seen = {0};
+    const char *argv[] = {"PING"};
+    ck_assert_int_eq(tide_redis_command(c, 1, argv, NULL, note_loans, &seen),
+                     0);
+    ck_assert_int_eq(tide_redis_command(c, 1, argv, NULL, note_loans, &seen),
+                     0);
+    ck_assert(run_until(both_seen, &seen, 5000));
+    /* the first's callback: only the second's loan is out */
+    ck_assert_int_eq(seen.loans[0], 1);
+    /* the second's: its own, the connection's last, still out */
+    ck_assert_int_eq(seen.loans[1], 1);
+    client_end(c);
+}
+END_TEST
+
+/* A client freed from the callback of a command whose connection carries
+ * others: that command's loan ended before its callback, the rest are
+ * dropped unanswered (ASan: nothing left behind, nothing used after). */
+struct freeing {
+    struct tide_redis_client *c;
+    int calls;
+};
+
+static void free_client(struct tide_redis_client *c, int status,
+                        const struct redisReply *reply, const char *message,
+                        void *arg)
+{
+    (void)c, (void)reply, (void)message;
+    struct freeing *f = arg;
+    ck_assert_int_eq(status, 0);
+    f->calls++;
+    tide_redis_client_free(f->c);
+}
+
+static void count_call(struct tide_redis_client *c, int status,
+                       const struct redisReply *reply, const char *message,
+                       void *arg)
+{
+    (void)c, (void)status, (void)reply, (void)message;
+    ((struct freeing *)arg)->calls++;
+}
+
+static bool freed_once(void *arg)
+{
+    return ((struct freeing *)arg)->calls > 0;
+}
+
+START_TEST(free_from_a_shared_callback)
+{
+    struct tide_redis_options o = shared_options(1, 8);
+    struct tide_redis_client *c = client_new(&o);
+    struct answer a = CMD(c, "PING");
+    ck_assert_int_eq(a.status, 0);
+    answer_clear(&a);
+    struct freeing first = {.c = c}, rest = {0};
+    const char *argv[] = {"PING"};
+    ck_assert_int_eq(tide_redis_command(c, 1, argv, NULL, free_client, &first),
+                     0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(
+            tide_redis_command(c, 1, argv, NULL, count_call, &rest), 0);
+    ck_assert(run_until(freed_once, &first, 5000));
+    run_ms(50);
+    ck_assert_int_eq(first.calls, 1);
+    ck_assert_int_eq(rest.calls, 0);
+}
+END_TEST
+
 /* A pipeline's commands stay together and in order among other callers'. */
 struct piped {
     char key[32], value[32];
@@ -808,6 +909,8 @@ static Suite *suite(void)
     redis_fixture_add(tc, 60);
     tcase_add_test(tc, one_pass_one_write);
     tcase_add_test(tc, spread_over_streams);
+    tcase_add_test(tc, answered_loan_ends_before_callback);
+    tcase_add_test(tc, free_from_a_shared_callback);
     tcase_add_test(tc, pipelines_stay_together);
     tcase_add_test(tc, one_timeout_among_1000);
     tcase_add_test(tc, late_replies_bounded);
