@@ -13,12 +13,12 @@
  * send again on plain TCP goes out at the end of that read instead, so the
  * server starts on it while the other connections' replies are read.
  * Redis answers a connection's commands in order: each reply goes to the
- * queue's head,
- * and a batch whose last reply came ends its loan and is answered (in
- * that order while other loans hold the link; the link's last loan ends
- * after its callback, so a caller sending again keeps the link). The
- * last loan closes the link first (the pool's idle watch takes the read
- * side back), so a connection is read by exactly one owner at a time.
+ * queue's head, and a batch whose last reply came ends its loan and is
+ * answered (in that order while other loans hold the link; the link's
+ * last loan ends after its callback, so a caller sending again keeps the
+ * link). The last loan closes the link first (the pool's idle watch takes
+ * the read side back), so a connection is read by exactly one owner at a
+ * time.
  *
  * A command past its timeout is answered at once and stays in the queue
  * late: its replies, when they come, are read and dropped, and its loan
