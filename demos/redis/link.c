@@ -9,13 +9,16 @@
  * and an output buffer. A batch lent joins the link's queue and appends
  * its RESP to the buffer; the buffer is written once per pass of the loop
  * (an event made active with the first batch of the pass), so what every
- * caller issued in one pass goes out in one write. Redis answers a
- * connection's commands in order: each reply goes to the queue's head,
- * and a batch whose last reply came ends its loan and is answered (in
- * that order while other loans hold the link; the link's last loan ends
- * after its callback, so a caller sending again keeps the link). The
- * last loan closes the link first (the pool's idle watch takes the read
- * side back), so a connection is read by exactly one owner at a time.
+ * caller issued in one pass goes out in one write. What a read's callbacks
+ * send again on plain TCP goes out at the end of that read instead, so the
+ * server starts on it while the other connections' replies are read.
+ * Redis answers a connection's commands in order: each reply goes to the
+ * queue's head, and a batch whose last reply came ends its loan and is
+ * answered (in that order while other loans hold the link; the link's
+ * last loan ends after its callback, so a caller sending again keeps the
+ * link). The last loan closes the link first (the pool's idle watch takes
+ * the read side back), so a connection is read by exactly one owner at a
+ * time.
  *
  * A command past its timeout is answered at once and stays in the queue
  * late: its replies, when they come, are read and dropped, and its loan
@@ -58,6 +61,7 @@ struct tide__redis_link {
     bool drained; /* raw: the last read came short of its room */
     bool broken;
     bool flushing;        /* wr is active, or waits for room (raw) */
+    bool room_wait;       /* raw: wr waits for the socket to take more */
     redisReader *reader;  /* owned */
     struct event rd;      /* raw: EV_READ, persistent */
     struct event wr;      /* the pass's write; raw: also waits for room */
@@ -316,8 +320,10 @@ static void answer_released(struct tide__redis_link *l,
         tide__redis_batch_drop(b);
 }
 
-/* Hands every whole reply the reader holds to its batch. */
-static void replies(struct tide__redis_link *l)
+/* Hands every whole reply the reader holds to its batch. false when the
+ * link is gone (failed, or its last loan ended) or the client is being
+ * freed. */
+static bool replies(struct tide__redis_link *l)
 {
     struct tide_redis_client *c = l->client;
     for (;;) {
@@ -326,23 +332,23 @@ static void replies(struct tide__redis_link *l)
             char why[128];
             link_fail(l, TIDE_REDIS_EPROTOCOL,
                       tide__redis_reader_error(c, l->reader, why, sizeof why));
-            return;
+            return false;
         }
         if (!reply)
-            return;
+            return true;
         struct tide__redis_batch *b = l->head;
         if (!b || b->from >= l->sent) {
             /* a reply for no command written: the stream is not ours */
             freeReplyObject(reply);
             link_fail(l, TIDE_REDIS_EPROTOCOL,
                       "a reply came for no command sent");
-            return;
+            return false;
         }
         b->got++;
         if (!b->late && b->got == b->n && l->n > 1) {
             answer_released(l, b, reply);
             if (c->dying)
-                return;
+                return false;
             continue;
         }
         if (!b->late) {
@@ -358,9 +364,9 @@ static void replies(struct tide__redis_link *l)
         }
         freeReplyObject(reply);
         if (c->dying)
-            return;
+            return false;
         if (b->got == b->n && !finish(l, b))
-            return;
+            return false;
     }
 }
 
@@ -382,8 +388,14 @@ static void link_read(evutil_socket_t fd, short what, void *arg)
         l->drained = (size_t)n < sizeof buf;
         if (redisReaderFeed(l->reader, buf, (size_t)n) != REDIS_OK)
             link_fail(l, TIDE_ENOMEM, NULL);
-        else
-            replies(l);
+        else if (replies(l) && l->flushing && !l->room_wait)
+            /* what this read's callers sent again goes now, not at the
+             * end of the pass: the server starts on it while the other
+             * connections' replies are read, rather than getting every
+             * connection's batch at once and answering them all at once
+             * (the client and the server in lock step, each idle while
+             * the other works); the pass's event finds nothing left */
+            link_flush(fd, EV_WRITE, l);
     }
     tide__redis_leave(c);
 }
@@ -396,7 +408,7 @@ static void link_bev_read(struct bufferevent *bev, void *arg)
     if (tide__redis_feed(l->reader, bufferevent_get_input(bev)) != 0)
         link_fail(l, TIDE_ENOMEM, NULL);
     else
-        replies(l);
+        (void)replies(l);
     tide__redis_leave(c);
 }
 
@@ -422,6 +434,7 @@ static void link_flush(evutil_socket_t fd, short what, void *arg)
     struct tide__redis_link *l = arg;
     struct tide_redis_client *c = l->client;
     l->flushing = false;
+    l->room_wait = false;
     size_t len = evbuffer_get_length(l->out);
     if (len == 0)
         return;
@@ -444,7 +457,7 @@ static void link_flush(evutil_socket_t fd, short what, void *arg)
     if (n >= 0 && evbuffer_get_length(l->out) == 0)
         return;
     if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-        l->flushing = true;
+        l->flushing = l->room_wait = true;
         event_add(&l->wr, NULL); /* the rest when the socket has room */
         return;
     }
