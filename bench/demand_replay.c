@@ -6,7 +6,7 @@
  *
  *   demand_replay --target PORT --origin PORT --tag NAME [--waves N]
  *                 [--after S] [--idle S] [--spell MS] [--log FILE] [--stats]
- *                 [--dump FILE]
+ *                 [--dump FILE] [--tls-port PORT]
  *
  * The trace, as bench_demand's: callers in a closed loop (a request on the
  * caller's own kept connection to the proxy, its whole response, again),
@@ -48,7 +48,10 @@
  *     (a preconnected connection's first request did not wait);
  *   live_after: established connections to the origin --after seconds
  *     into the quiet load (from /proc/net/tcp and tcp6), against the 10
- *     the quiet load has in flight (quiet_need);
+ *     the quiet load has in flight (quiet_need); with --tls-port, those
+ *     to the origin's TLS port as well (the proxies' upstream
+ *     connections are there; the status requests stay on --origin, and
+ *     stub_status counts both ports' accepts);
  *   idle_after: the same --idle seconds after all load stopped (the goal's
  *     "idle connections 30 s after the load stops"); idle_s the span;
  *   p99_2: the p99 from the second burst on (the cold start's connects
@@ -63,7 +66,8 @@
  *     when the two agree the bursts' latency is the callers queueing for
  *     the one CPU, not any one request's own work;
  *   connect_us: the median time of a TCP connect to the origin from here
- *     (20 tries before the trace): what a connect adds to a request;
+ *     (20 tries before the trace): what a connect adds to a request (over
+ *     TLS a handshake as well, which bench/demand_replay.sh times apart);
  *   waits_all (--stats): acquires that waited for a connect over the whole
  *     trace, cold start included; first_all (--log): requests that were
  *     the first on their upstream connection, the same for any proxy: at
@@ -347,9 +351,9 @@ static double connect_median(int port, int tries)
     return n ? t[n / 2] : -1;
 }
 
-/* Established connections whose local port is port: the origin's side of
- * each upstream connection, counted once. */
-static long established_to(int port)
+/* Established connections whose local port is port or port2 (0: none):
+ * the origin's side of each upstream connection, counted once. */
+static long established_to(int port, int port2)
 {
     const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
     long n = 0;
@@ -364,7 +368,8 @@ static long established_to(int port)
             if (sscanf(line, " %*d: %63s %*s %x", local, &st) != 2)
                 continue;
             char *colon = strrchr(local, ':');
-            if (colon && st == 1 && strtol(colon + 1, NULL, 16) == port)
+            long lp = colon ? strtol(colon + 1, NULL, 16) : -1;
+            if (st == 1 && (lp == port || (port2 > 0 && lp == port2)))
                 n++;
         }
         fclose(fp);
@@ -478,6 +483,7 @@ int main(int argc, char **argv)
 {
     int target = arg_int(argc, argv, "--target", 0);
     int origin = arg_int(argc, argv, "--origin", 0);
+    int tls_port = arg_int(argc, argv, "--tls-port", 0);
     int waves = arg_int(argc, argv, "--waves", 10);
     int after = arg_int(argc, argv, "--after", 30);
     int idle = arg_int(argc, argv, "--idle", 30);
@@ -490,7 +496,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: %s --target PORT --origin PORT --tag NAME "
                 "[--waves N>=2] [--after S] [--idle S] [--spell MS] "
-                "[--log FILE] [--stats] [--dump FILE]\n",
+                "[--log FILE] [--stats] [--dump FILE] [--tls-port PORT]\n",
                 argv[0]);
         return 2;
     }
@@ -558,7 +564,7 @@ int main(int argc, char **argv)
     r.phase = PHASES_MAX;
     r.spell_start = bench_mono_ns();
     run_ms(&r, after * 1000);
-    long live_after = established_to(origin);
+    long live_after = established_to(origin, tls_port);
     long acc_tail = origin_accepts(origin);
     /* the load stops: every caller's last answer, then idle seconds */
     set_active(&r, 0);
@@ -574,7 +580,7 @@ int main(int argc, char **argv)
     int left_ms = idle * 1000 - (int)((bench_mono_ns() - stopped) / 1000000);
     if (left_ms > 0)
         run_ms(&r, left_ms);
-    long idle_after = established_to(origin);
+    long idle_after = established_to(origin, tls_port);
     long acc_idle = origin_accepts(origin);
     struct pool_counts pc_idle = pool_counts(target, stats);
     /* the log is buffered for a second at the origin */

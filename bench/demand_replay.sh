@@ -32,6 +32,32 @@
 # s) and the preset --keep 60, with --demand 5000 --preconnect 90 for the
 # "on" rows (bench_demand's knobs) and without for "off".
 #
+# KEEPS="N ..." (none preset) adds to each round a tidepool row with the
+# knobs off and --keep N, named tide-keepN, the round's order turned by
+# one each time so no row always runs first. With the preset keep 60 the
+# knobs-off pool holds the burst's 100 connections through every quiet
+# spell and never connects after the cold start; a keep shorter than the
+# 2 s quiet spell (1) is the knobs-off pool that lets the burst's
+# connections go between bursts, the other way a pool without the knobs
+# keeps its footprint down, and connects again at each burst; keep 20
+# outlasts the quiet spells and still has let the burst's go 30 s into the
+# quiet load. The latency table then also shows the knobs-on row's p99 of
+# the same round over each row's (on/p99), and a summary line each.
+#
+# TLS=1 puts the proxies' upstream connections on TLS: the origin also
+# listens with ssl on a second port (a throwaway P-256 certificate made
+# here, CN localhost, SAN localhost and 127.0.0.1; TLSv1.2 and TLSv1.3),
+# nginx proxies to https:// (its defaults: sessions reused, nothing
+# verified), HAProxy's server is "ssl verify none" (it resumes sessions
+# by default), tidepool's upstream is tls:// with --ca the certificate
+# (verified against the IP SAN). A connect then costs a handshake, not
+# a loopback TCP connect's ~20 us: the script times openssl s_time's
+# full and resumed handshakes against the origin, and a TLS table says
+# how many of each proxy's new connections from the second burst on
+# resumed a session (the origin's log, $ssl_session_reused). The plain
+# port stays for stub_status (whose accepts count both ports), and the
+# established connections counted are both ports'.
+#
 # Everything (client, proxy, origin) is pinned to one CPU, as in
 # bench/proxy_bench.sh: on this 2-core machine unpinned figures swing 2-4x.
 set -eu
@@ -83,10 +109,27 @@ start_nginx() {
 
 head -c 612 /dev/zero | tr '\0' 'x' >"$DIR/index.html"
 ORIGIN=$(free_port)
+# TLS=1: the upstream connections go to a second, TLS port of the same
+# server (the plain one keeps /status); the log's 4th field is "r" for a
+# resumed session, "." for a full handshake, empty on the plain port
+UP=$ORIGIN
+TLS_ORIGIN=""
+if [ "${TLS:-0}" = 1 ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        -days 1 -keyout "$DIR/key.pem" -out "$DIR/cert.pem" 2>/dev/null ||
+        fail "openssl cannot make a certificate"
+    UP=$(free_port)
+    TLS_ORIGIN="
+        listen 127.0.0.1:$UP ssl;
+        ssl_certificate $DIR/cert.pem;
+        ssl_certificate_key $DIR/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;"
+fi
 start_nginx origin "$ORIGIN" "
-    log_format replay '\$arg_v \$arg_w \$connection_requests';
+    log_format replay '\$arg_v \$arg_w \$connection_requests \$ssl_session_reused';
     server {
-        listen 127.0.0.1:$ORIGIN;
+        listen 127.0.0.1:$ORIGIN;$TLS_ORIGIN
         root $DIR;
         location = /status { stub_status; }
         location = /index.html {
@@ -105,8 +148,42 @@ ORIGIN_WORKER=$(worker_of "$STARTED")
 
 # the origin's established connections (each upstream connection once)
 origin_conns() {
-    ss -Htn state established "( sport = :$ORIGIN )" | wc -l
+    ss -Htn state established "( sport = :$ORIGIN or sport = :$UP )" | wc -l
 }
+
+# the cost of a connect over TLS: openssl s_time's connections one after
+# the other, each a handshake and one GET of the file (without a read the
+# client never takes TLS 1.3's tickets and -reuse resumes nothing), full
+# handshakes (-new) or resuming (-reuse), pinned with the origin, so each
+# takes the time both sides' CPU spends on it; timed here, as s_time
+# says whole seconds
+HANDSHAKE=""
+if [ -n "$TLS_ORIGIN" ]; then
+    for how in new reuse; do
+        t0=$(date +%s%N)
+        n=$($CPU openssl s_time -connect "127.0.0.1:$UP" -"$how" -time 3 \
+            -www /index.html 2>/dev/null |
+            awk '/connections in .* real seconds/ { print $1; exit }')
+        t1=$(date +%s%N)
+        HANDSHAKE="$HANDSHAKE $how $(awk -v n="${n:-0}" -v t="$((t1 - t0))" \
+            'BEGIN { if (n > 0) printf "%.0f", t / 1000 / n; else printf "?" }') us"
+    done
+fi
+
+# how each proxy reaches the origin: over TLS with each one's defaults
+# (nginx resumes sessions, proxy_ssl_session_reuse on, and verifies
+# nothing; HAProxy resumes and here verifies nothing; tidepool verifies
+# the certificate, IP SAN 127.0.0.1)
+SCHEME=http
+HA_TLS=""
+TIDE_UP=127.0.0.1:$UP
+TIDE_CA=""
+if [ -n "$TLS_ORIGIN" ]; then
+    SCHEME=https
+    HA_TLS=" ssl verify none"
+    TIDE_UP=tls://127.0.0.1:$UP
+    TIDE_CA="--ca $DIR/cert.pem"
+fi
 
 # VARIANT PORT: starts that proxy cold on PORT; its pid in $STARTED
 start_proxy() {
@@ -114,7 +191,7 @@ start_proxy() {
     nginx)
         start_nginx nginx "$2" "
     upstream origin {
-        server 127.0.0.1:$ORIGIN;
+        server 127.0.0.1:$UP;
         keepalive 32;
         keepalive_requests 10000000;
         keepalive_timeout 600s;
@@ -122,24 +199,30 @@ start_proxy() {
     server {
         listen 127.0.0.1:$2;
         location / {
-            proxy_pass http://origin;
+            proxy_pass $SCHEME://origin;
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
         }
     }"
         ;;
     haproxy)
-        start_haproxy_at "$DIR/haproxy" "$2" "origin 127.0.0.1:$ORIGIN"
+        start_haproxy_at "$DIR/haproxy" "$2" "origin 127.0.0.1:$UP$HA_TLS"
         ;;
-    tide-off* | tide-on*)
+    tide-*)
         knobs=""
-        case $1 in tide-on*) knobs="--demand 5000 --preconnect 90" ;; esac
+        case $1 in
+        tide-on*) knobs="--demand 5000 --preconnect 90" ;;
+        tide-keep*)
+            n=${1#tide-keep}
+            knobs="--keep ${n%%.*}"
+            ;;
+        esac
         # shellcheck disable=SC2086
         # a client connection may sit unused as long as in the other
         # proxies (600 s): its preset 60 s would close the 90 burst-only
         # callers' connections just as the idle spell ends
         $CPU "$PROXY" --listen "127.0.0.1:$2" \
-            --upstream "127.0.0.1:$ORIGIN" --pool-size 128 $knobs \
+            --upstream "$TIDE_UP" --pool-size 128 $knobs $TIDE_CA \
             --client-timeout 600000 \
             >"$DIR/$1.log" 2>&1 &
         STARTED=$!
@@ -149,25 +232,37 @@ start_proxy() {
     esac
 }
 
-# the tidepool rows: REPEAT pairs, each pair's order the other way from
-# the one before, named tide-off.K and tide-on.K (K from 1) when REPEAT > 1
+# the tidepool rows: REPEAT rounds of tide-off, tide-on and a tide-keepN
+# for each N in KEEPS, each round's order the one before's turned by one
+# (off on, on off, ...; off on keep1, on keep1 off, ...), named with .K
+# (K from 1) when REPEAT > 1
 if [ -z "${VARIANTS:-}" ]; then
     VARIANTS="nginx haproxy"
+    ROUND="tide-off tide-on"
+    for n in ${KEEPS:-}; do
+        ROUND="$ROUND tide-keep$n"
+    done
     k=1
     while [ $k -le "$REPEAT" ]; do
         sfx=""
         [ "$REPEAT" -eq 1 ] || sfx=".$k"
-        if [ $((k % 2)) -eq 1 ]; then
-            VARIANTS="$VARIANTS tide-off$sfx tide-on$sfx"
-        else
-            VARIANTS="$VARIANTS tide-on$sfx tide-off$sfx"
-        fi
+        for v in $ROUND; do
+            VARIANTS="$VARIANTS $v$sfx"
+        done
+        # shellcheck disable=SC2086
+        set -- $ROUND
+        first=$1
+        shift
+        ROUND="$* $first"
         k=$((k + 1))
     done
 fi
 echo "demand_replay: $WAVES waves of 100 and 10 callers, 2 s each, then 10" \
     "for $AFTER s, then none for $IDLE s; origin nginx on" \
     "127.0.0.1:$ORIGIN; $PINNED; $(nproc) CPUs; in the order $VARIANTS"
+[ -z "$TLS_ORIGIN" ] || echo "TLS: the proxies reach the origin on" \
+    "127.0.0.1:$UP over TLS; a handshake (openssl s_time, both sides on" \
+    "the one CPU, wall time each, with a GET):$HANDSHAKE"
 for v in $VARIANTS; do
     i=0
     while [ "$(origin_conns)" -gt 0 ]; do
@@ -187,8 +282,10 @@ for v in $VARIANTS; do
     c0=$(cpu_ns "$busy")
     o0=$(cpu_ns "$ORIGIN_WORKER")
     b0=$(cpu_busy_ns "$PIN_CPU")
+    tls_port=""
+    [ -z "$TLS_ORIGIN" ] || tls_port="--tls-port $UP"
     # shellcheck disable=SC2086
-    $CPU "$CLIENT" --target "$port" --origin "$ORIGIN" --tag "$v" \
+    $CPU "$CLIENT" --target "$port" --origin "$ORIGIN" --tag "$v" $tls_port \
         --waves "$WAVES" --after "$AFTER" --idle "$IDLE" --log "$DIR/origin.log" $stats \
         >"$DIR/$v.out" || fail "the replay through $v failed"
     c1=$(cpu_ns "$busy")
@@ -207,6 +304,12 @@ for v in $VARIANTS; do
         END { x = (b - p - o - k) / b; printf " others=%.1f%%", 100 * (x < 0 ? 0 : x) }' \
         "$DIR/$v.out")
     echo "$cpu$others" >>"$DIR/$v.out"
+    # TLS: from the second burst on, the first requests on a connection
+    # whose handshake resumed a session (the log's "r") and on one whose
+    # handshake was a full one
+    [ -z "$TLS_ORIGIN" ] || awk -v t="$v" -v n="$((2 * WAVES))" '
+        $1 == t && $2 >= 2 && $2 < n && $3 == 1 { if ($4 == "r") r++; else f++ }
+        END { printf " resumed2=%d full2=%d\n", r, f }' "$DIR/origin.log" >>"$DIR/$v.out"
     tr '\n' ' ' <"$DIR/$v.out"
     echo
     stop "$pid"
@@ -233,19 +336,31 @@ def off_p99(n, k="p99"):
     if offs:
         return statistics.median(float(rows[o][k]) for o in offs)
     return float("nan")
+# the knobs-on row of n's round (the same K), the median knobs-on p99 for
+# the rows outside the rounds (nginx, HAProxy)
+keeps = [n for n in names if kind(n).startswith("tide-keep")]
+onl = [n for n in names if kind(n) == "tide-on"]
+def on_p99(n, k="p99"):
+    on = "tide-on" + n[len(kind(n)):]
+    if n.startswith("tide-") and on in rows:
+        return float(rows[on][k])
+    if onl:
+        return statistics.median(float(rows[o][k]) for o in onl)
+    return float("nan")
 def cell(r, k):
     v = r.get(k, "-")
     if k in ("firstreq2", "waits2", "queued2") and v != "-":
         v = "%.2f%%" % (100 * float(v))
     return v
-def table(title, cols, extra=None):
+wn = max([10] + [len(n) for n in names])
+def table(title, cols, extra=()):
     print(title)
-    print("%-10s" % "variant" + "".join(" %11s" % h[:11] for _, h in cols)
-          + (" %9s" % extra[0] if extra else ""))
+    print("%-*s" % (wn, "variant") + "".join(" %11s" % h[:11] for _, h in cols)
+          + "".join(" %9s" % h for h, _ in extra))
     for n in names:
         r = rows[n]
-        print("%-10s" % n + "".join(" %11s" % cell(r, k) for k, _ in cols)
-              + (" %9s" % extra[1](n) if extra else ""))
+        print("%-*s" % (wn, n) + "".join(" %11s" % cell(r, k) for k, _ in cols)
+              + "".join(" %9s" % f(n) for _, f in extra))
     print()
 table("connections (the origin's accepts: in the warm-up, 10 requests at"
       " a time; new: over the square wave; b1, q1: in its first burst and"
@@ -274,7 +389,16 @@ table("latency (us; 2nd+: from the second burst on; slow: the requests at"
        ("waits_all", "waits all"), ("first_all", "1st on conn"),
        ("connect_us", "connect us"), ("wait_p99", "pool w p99"),
        ("cpu_us", "proxy us/rq"), ("others", "CPU others")],
-      ("p99/off", lambda n: "%.2f" % (float(rows[n]["p99"]) / off_p99(n))))
+      [("p99/off", lambda n: "%.2f" % (float(rows[n]["p99"]) / off_p99(n)))]
+      # with tide-keepN rows, also the knobs-on row's p99 over this one's
+      + ([("on/p99", lambda n: "%.2f" % (on_p99(n) / float(rows[n]["p99"])))]
+         if keeps else []))
+if any("resumed2" in rows[n] for n in names):
+    table("TLS (from the second burst on: new, the origin's accepts, each a"
+          " handshake; the first requests on a connection whose handshake"
+          " resumed a session and on one whose was a full one, from the"
+          " origin's log)",
+          [("new2", "new 2nd+"), ("resumed2", "resumed"), ("full2", "full")])
 ons = [n for n in names if kind(n) == "tide-on" and pair(n) in rows]
 if ons:
     for k, what in (("p99", "over the square wave"),
@@ -283,6 +407,15 @@ if ons:
         print("p99 knobs on / off %s, pair by pair: %s; median %.2f"
               % (what, " ".join("%.2f" % x for x in ratios),
                  statistics.median(ratios)))
+    # each tide-keepN against the knobs-on row of its round
+    for kk in sorted({kind(n) for n in keeps}, key=lambda x: int(x[9:])):
+        ks = [n for n in keeps if kind(n) == kk]
+        for k, what in (("p99", "over the square wave"),
+                        ("p99_2", "from the second burst on")):
+            ratios = [on_p99(n, k) / float(rows[n][k]) for n in ks]
+            print("p99 knobs on / %s %s, pair by pair: %s; median %.2f"
+                  % (kk, what, " ".join("%.2f" % x for x in ratios),
+                     statistics.median(ratios)))
 EOF
 echo "goals (issue 27): new/1k <= 0.2 over the square wave (judged from" \
     "the second burst on; the cold start's ~90 are every pool's); >= 99%" \
