@@ -223,12 +223,6 @@ static void run_ms(struct run *r, int ms)
     event_base_dispatch(r->base);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 struct figures {
     uint64_t requests;
     uint64_t made;
@@ -260,18 +254,7 @@ struct figures {
 static int64_t pct_of(const struct run *r, size_t n, int parity, int from,
                       int p, size_t *count)
 {
-    int64_t *v = malloc(sizeof *v * (n + 1));
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (r->lat_phase[i] >= from &&
-            (parity < 0 || r->lat_phase[i] % 2 == parity))
-            v[k++] = r->lat[i];
-    qsort(v, k, sizeof *v, cmp_i64);
-    int64_t m = k ? v[k * (size_t)p / 100] : 0;
-    free(v);
-    if (count)
-        *count = k;
-    return m;
+    return bench_pct_phases(r->lat, r->lat_phase, n, from, parity, p, count);
 }
 
 static struct figures replay(int port, struct tide_limits limits, int waves,
@@ -405,18 +388,6 @@ static void print_slow(const char *name, const struct figures *f)
            (unsigned long long)f->waits_all, f->mean_burst, f->queue_burst);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
     int waves = 10;
@@ -497,7 +468,8 @@ int main(int argc, char **argv)
         printf(" %.2f", ratio[k]);
     }
     printf("; median %.2f; from the second burst on, median %.2f\n",
-           median(ratio, repeat), median(ratio2, repeat));
+           bench_median(ratio, (size_t)repeat),
+           bench_median(ratio2, (size_t)repeat));
     printf("goals: new/1k <= 0.2 (judged from the second burst on: the cold "
            "start's are every pool's); ready >= 99%% from the second burst; "
            "idle %d s after the load stops <= 2x quiet (%d); p99/off <= 0.8\n",

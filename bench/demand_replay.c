@@ -342,12 +342,7 @@ static double connect_median(int port, int tries)
             t[n++] = (double)(bench_mono_ns() - t0) / 1e3;
         close(fd);
     }
-    for (int i = 1; i < n; i++)
-        for (int k = i; k > 0 && t[k - 1] > t[k]; k--) {
-            double x = t[k];
-            t[k] = t[k - 1];
-            t[k - 1] = x;
-        }
+    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
     return n ? t[n / 2] : -1;
 }
 
@@ -398,33 +393,15 @@ static void first_requests(const char *log, const char *tag, int from, int to,
     fclose(fp);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The p-th percentile (0-100) of the latencies from phase `from` on whose
  * phase is odd (quiet), even (burst) or any (parity -1), in us; 0 when
  * none. */
 static double percentile(const struct run *r, int from, int parity, int p,
                          size_t *count)
 {
-    int64_t *v = malloc(sizeof *v * (r->n_lat + 1));
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_lat; i++)
-        if (r->lat_phase[i] >= from &&
-            (parity < 0 || r->lat_phase[i] % 2 == parity))
-            v[n++] = r->lat[i];
-    double out = 0;
-    if (n) {
-        qsort(v, n, sizeof *v, cmp_i64);
-        out = (double)v[n * (size_t)p / 100] / 1e3;
-    }
-    free(v);
-    if (count)
-        *count = n;
-    return out;
+    return (double)bench_pct_phases(r->lat, r->lat_phase, r->n_lat, from,
+                                    parity, p, count) /
+           1e3;
 }
 
 /* Where the requests at or above `floor` (ns: the p99) were: in the first

@@ -45,13 +45,45 @@ static inline int bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The median of n <= BENCH_REPS_MAX repetitions; v is left as it was. */
+static inline int bench_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a;
+    int64_t y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of n <= BENCH_REPS_MAX repetitions (of an even count, the
+ * mean of the middle two); v is left as it was. */
 static inline double bench_median(const double *v, size_t n)
 {
     double s[BENCH_REPS_MAX];
     memcpy(s, v, n * sizeof s[0]);
     qsort(s, n, sizeof s[0], bench_cmp_double);
-    return s[n / 2];
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* The p-th percentile (0-100) of the n latencies lat whose phase (phase[i],
+ * a square wave's spell: even a burst, odd a quiet one) is `from` or later
+ * and has the parity given (0 or 1; -1: any); 0 when none, or out of
+ * memory. *count (when not NULL): how many there were. */
+static inline int64_t bench_pct_phases(const int64_t *lat, const int *phase,
+                                       size_t n, int from, int parity, int p,
+                                       size_t *count)
+{
+    int64_t *v = malloc(sizeof *v * (n + 1));
+    size_t k = 0;
+    for (size_t i = 0; v && i < n; i++)
+        if (phase[i] >= from && (parity < 0 || phase[i] % 2 == parity))
+            v[k++] = lat[i];
+    int64_t out = 0;
+    if (k) {
+        qsort(v, k, sizeof *v, bench_cmp_i64);
+        out = v[k * (size_t)p / 100];
+    }
+    free(v);
+    if (count)
+        *count = k;
+    return out;
 }
 
 /* xorshift64: the rolls a caller of the core draws, cheap enough not to be
