@@ -61,7 +61,6 @@ struct tide__redis_link {
     bool drained; /* raw: the last read came short of its room */
     bool broken;
     bool flushing;        /* wr is active, or waits for room (raw) */
-    bool room_wait;       /* raw: wr waits for the socket to take more */
     redisReader *reader;  /* owned */
     struct event rd;      /* raw: EV_READ, persistent */
     struct event wr;      /* the pass's write; raw: also waits for room */
@@ -393,13 +392,14 @@ static void link_read(evutil_socket_t fd, short what, void *arg)
         l->drained = (size_t)n < sizeof buf;
         if (redisReaderFeed(l->reader, buf, (size_t)n) != REDIS_OK)
             link_fail(l, TIDE_ENOMEM, NULL);
-        else if (replies(l) && l->flushing && !l->room_wait)
+        else if (replies(l) && l->flushing)
             /* what this read's callers sent again goes now, not at the
              * end of the pass: the server starts on it while the other
              * connections' replies are read, rather than getting every
              * connection's batch at once and answering them all at once
              * (the client and the server in lock step, each idle while
-             * the other works); the pass's event finds nothing left */
+             * the other works); the pass's event finds nothing left (a
+             * socket that had no room is simply tried once more) */
             link_flush(fd, EV_WRITE, l);
     }
     tide__redis_leave(c);
@@ -439,7 +439,6 @@ static void link_flush(evutil_socket_t fd, short what, void *arg)
     struct tide__redis_link *l = arg;
     struct tide_redis_client *c = l->client;
     l->flushing = false;
-    l->room_wait = false;
     size_t len = evbuffer_get_length(l->out);
     if (len == 0)
         return;
@@ -462,7 +461,7 @@ static void link_flush(evutil_socket_t fd, short what, void *arg)
     if (n >= 0 && evbuffer_get_length(l->out) == 0)
         return;
     if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-        l->flushing = l->room_wait = true;
+        l->flushing = true;
         event_add(&l->wr, NULL); /* the rest when the socket has room */
         return;
     }

@@ -281,8 +281,9 @@ static int run_load(const struct tide_demo_load_args *a, const char *path,
     l.argv[0] = upper;
     l.argv[1] = "tidepool:load";
     l.argv[2] = l.value;
-    for (int i = 0; i < 3; i++)
-        l.argvlen[i] = i == 2 ? l.value_len : strlen(l.argv[i]);
+    l.argvlen[0] = strlen(upper);
+    l.argvlen[1] = strlen(l.argv[1]);
+    l.argvlen[2] = l.value_len;
 
     /* over a Unix socket the certificate is checked against the server's
      * name on the loopback address, as there is no host */
